@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * sigmig runtime: links into a process and checkpoints / restores its
+ * pending signals from the inside, on request over a UNIX control socket.
+ * The control protocol is documented in docs/control-protocol.md.
+ */
+#ifndef SIGMIG_RUNTIME_H
+#define SIGMIG_RUNTIME_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sigmig/image.h>
+
+/* Reserved by the runtime to park threads; applications must not use it. */
+#define SIGMIG_FREEZE_SIGNAL	(SIGRTMAX)
+
+struct sigmig_runtime_opts {
+	const char *ctl_path;		/* UNIX socket to listen on */
+	const char *program;		/* recorded in the image */
+	const char *restore_image;	/* path: restore before resuming, or NULL */
+	unsigned int nthreads;		/* application threads that will register */
+};
+
+/* Before any thread is created: starts the control thread. */
+int sigmig_runtime_start(const struct sigmig_runtime_opts *opts);
+
+/* Name a handler so that dispositions survive the move (same binary). */
+int sigmig_register_handler(const char *name,
+			    void (*fn)(int, siginfo_t *, void *));
+
+/*
+ * Every application thread calls this once, with its stable index, before
+ * doing work. When restoring, it returns only after the thread's queue has
+ * been requeued and verified and the whole process is ready to resume.
+ */
+int sigmig_thread_register(unsigned int index);
+
+/* Wait for the restore (if any) to finish: 0 on success, -errno otherwise. */
+int sigmig_runtime_wait_ready(char *err, size_t errlen);
+
+void sigmig_runtime_stop(void);
+
+#endif /* SIGMIG_RUNTIME_H */

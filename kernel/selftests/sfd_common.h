@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the signalfd selftests: raw syscalls, a SA_SIGINFO
+ * capture handler, queue flushing and siginfo comparison.
+ *
+ * Everything here is plain userspace code that talks to the real kernel;
+ * the tests compare what the new signalfd interface returns with what the
+ * kernel independently delivers to a handler or to PTRACE_PEEKSIGINFO.
+ */
+#ifndef SFD_COMMON_H
+#define SFD_COMMON_H
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+
+#include <sigmig/sfd.h>
+
+/* The kernel's sigset_t: glibc's signalfd() passes this size too. */
+#define KERNEL_SIGSET_SIZE	8
+#define SIGINFO_SIZE		128
+
+_Static_assert(sizeof(siginfo_t) == SIGINFO_SIZE, "siginfo_t is 128 bytes");
+_Static_assert(sizeof(struct signalfd_siginfo) == SIGINFO_SIZE,
+	       "signalfd_siginfo is 128 bytes");
+
+/* The timer layout's kernel-internal word follows si_value. */
+#define SI_SYS_PRIVATE_OFF	(offsetof(siginfo_t, si_value) + sizeof(union sigval))
+
+static inline int si_sys_private(const siginfo_t *si)
+{
+	int v;
+
+	memcpy(&v, (const char *)si + SI_SYS_PRIVATE_OFF, sizeof(v));
+	return v;
+}
+
+static inline pid_t sys_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static inline int sys_signalfd4(int fd, const sigset_t *mask, size_t size,
+				int flags)
+{
+	return (int)syscall(SYS_signalfd4, fd, mask, size, flags);
+}
+
+/* Opens a signalfd on @sigs (terminated by 0) with @flags. */
+static inline int sfd_open_sigs(int flags, const int *sigs)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	for (; *sigs; sigs++)
+		sigaddset(&mask, *sigs);
+	return sys_signalfd4(-1, &mask, KERNEL_SIGSET_SIZE, flags);
+}
+
+static inline int sys_rt_sigqueueinfo(pid_t tgid, int sig, const siginfo_t *si)
+{
+	return (int)syscall(SYS_rt_sigqueueinfo, tgid, sig, si);
+}
+
+static inline int sys_rt_tgsigqueueinfo(pid_t tgid, pid_t tid, int sig,
+					const siginfo_t *si)
+{
+	return (int)syscall(SYS_rt_tgsigqueueinfo, tgid, tid, sig, si);
+}
+
+static inline int sys_tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	return (int)syscall(SYS_tgkill, tgid, tid, sig);
+}
+
+/* Builds a zeroed siginfo with the common header filled in. */
+static inline void si_init(siginfo_t *si, int sig, int code)
+{
+	memset(si, 0, sizeof(*si));
+	si->si_signo = sig;
+	si->si_code = code;
+}
+
+/* Blocks or unblocks everything the tests use; SIGALRM stays for timeouts. */
+static inline void block_test_signals(int how)
+{
+	sigset_t set;
+
+	sigfillset(&set);
+	sigdelset(&set, SIGALRM);
+	sigdelset(&set, SIGABRT);
+	sigprocmask(how, &set, NULL);
+}
+
+static inline void block_signal(int sig, int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(how, &set, NULL);
+}
+
+static inline int is_pending(int sig)
+{
+	sigset_t set;
+
+	if (sigpending(&set))
+		return 0;
+	return sigismember(&set, sig);
+}
+
+/* Waits (bounded) until @sig is pending for the calling thread or process. */
+static inline int wait_pending(int sig, int timeout_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+	int i;
+
+	for (i = 0; i < timeout_ms; i++) {
+		if (is_pending(sig))
+			return 1;
+		nanosleep(&ms, NULL);
+	}
+	return is_pending(sig);
+}
+
+/* Discards every pending instance of @sig (both queues) without handlers. */
+static inline void flush_signal(int sig)
+{
+	struct timespec zero = { 0, 0 };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	while (sigtimedwait(&set, NULL, &zero) == sig)
+		;
+}
+
+static inline void flush_all_signals(void)
+{
+	int sig;
+
+	for (sig = 1; sig <= SIGRTMAX; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGALRM ||
+		    (sig > 31 && sig < SIGRTMIN))
+			continue;
+		flush_signal(sig);
+	}
+}
+
+/* SA_SIGINFO capture: stores the first @capture_max deliveries. */
+#define CAPTURE_MAX 16
+static siginfo_t captured[CAPTURE_MAX];
+static volatile sig_atomic_t ncaptured;
+
+static inline void capture_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (ncaptured < CAPTURE_MAX)
+		memcpy(&captured[ncaptured], si, sizeof(*si));
+	ncaptured++;
+}
+
+static inline int capture_install(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = capture_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	ncaptured = 0;
+	memset(captured, 0, sizeof(captured));
+	return sigaction(sig, &sa, NULL);
+}
+
+static inline int capture_reset(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	return sigaction(sig, &sa, NULL);
+}
+
+/* Prints both records (hex) and the differing offsets as TAP comments. */
+static inline void siginfo_dump_diff(const char *what, const void *exp,
+				     const void *got, size_t len)
+{
+	const unsigned char *a = exp, *b = got;
+	size_t i;
+
+	printf("# %s: records differ\n", what);
+	for (i = 0; i < len; i += 16) {
+		size_t j;
+
+		if (!memcmp(a + i, b + i, 16))
+			continue;
+		printf("#  off %3zu expected:", i);
+		for (j = 0; j < 16; j++)
+			printf(" %02x", a[i + j]);
+		printf("\n#  off %3zu      got:", i);
+		for (j = 0; j < 16; j++)
+			printf(" %02x", b[i + j]);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+/* Returns 0 when both 128-byte records are identical, else dumps and 1. */
+static inline int siginfo_cmp(const char *what, const void *exp, const void *got)
+{
+	if (!memcmp(exp, got, SIGINFO_SIZE))
+		return 0;
+	siginfo_dump_diff(what, exp, got, SIGINFO_SIZE);
+	return 1;
+}
+
+/* Reads exactly one record, non-blocking fd expected. */
+static inline ssize_t sfd_read_one(int fd, void *rec)
+{
+	return read(fd, rec, SIGINFO_SIZE);
+}
+
+static inline ssize_t sfd_peek(int fd, void *buf, size_t nrec, long long off)
+{
+	return pread(fd, buf, nrec * SIGINFO_SIZE, (off_t)off);
+}
+
+/* Raises RLIMIT_SIGPENDING so that @n signals can be queued. */
+static inline int raise_sigpending(rlim_t n)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_SIGPENDING, &rl))
+		return -1;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= n)
+		return 0;
+	rl.rlim_cur = n;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < n)
+		rl.rlim_max = n;
+	return setrlimit(RLIMIT_SIGPENDING, &rl);
+}
+
+/*
+ * Returns 1 when the running kernel implements the sigmig signalfd flags.
+ * Unpatched kernels reject SFD_RAW with EINVAL.
+ */
+static inline int sfd_interface_present(void)
+{
+	int sigs[] = { SIGUSR1, 0 };
+	int fd = sfd_open_sigs(SFD_RAW | SFD_NONBLOCK, sigs);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+#define SFD_MISSING_MSG \
+	"signalfd4(SFD_RAW) failed: kernel lacks the sigmig signalfd interface"
+
+#endif /* SFD_COMMON_H */

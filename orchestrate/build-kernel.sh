@@ -169,7 +169,8 @@ inputs_hash() {
 }
 
 kmake() {
-	make -C "$TREE" O="$OUT" ARCH=x86_64 "$@"
+	# LOCALVERSION= (set, empty) keeps "+" off the release of the git tree.
+	make -C "$TREE" O="$OUT" ARCH=x86_64 LOCALVERSION= "$@"
 }
 
 configure() {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build the kernel (cached) and the initramfs, boot one guest in role=test and
+# return its SIGMIG-EXIT code.  The serial console is written to
+# build/logs/guest-test[-<flavor>][-<only>].log (printed on stderr).
+#
+# Usage: guest-test.sh [--only component|bench] [--kernel-flavor default|debug]
+#                      [--timeout SEC] [--test-timeout SEC] [--quiet]
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+only="" flavor=default timeout_s=2400 test_timeout=600 quiet=()
+
+usage() {
+	sed -n '6,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--only) only=${2:?}; shift 2 ;;
+	--kernel-flavor|--flavor) flavor=${2:?}; shift 2 ;;
+	--timeout) timeout_s=${2:?}; shift 2 ;;
+	--test-timeout) test_timeout=${2:?}; shift 2 ;;
+	--quiet) quiet=(--quiet); shift ;;
+	*) usage ;;
+	esac
+done
+
+name=test
+[ "$flavor" = default ] || name+="-$flavor"
+[ -z "$only" ] || name+="-$only"
+initrd="$REPO/build/initramfs/initramfs-$name.cpio.gz"
+
+kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor")
+"$REPO/orchestrate/build-initramfs.sh" --output "$initrd" >/dev/null
+
+append="sigmig.timeout=$test_timeout"
+[ -z "$only" ] || append+=" sigmig.only=$only"
+exec "$REPO/orchestrate/run-guest.sh" --kernel "$kernel" --initrd "$initrd" \
+	--role test --name "$name" --timeout "$timeout_s" --append "$append" \
+	"${quiet[@]}"

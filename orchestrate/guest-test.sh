@@ -32,10 +32,18 @@ name=test
 initrd="$REPO/build/initramfs/initramfs-$name.cpio.gz"
 
 kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor")
-"$REPO/orchestrate/build-initramfs.sh" --output "$initrd" >/dev/null
+# --keep-going: one component that fails to build must not hide the
+# others' guest results; its failure is reported and fails this run.
+"$REPO/orchestrate/build-initramfs.sh" --keep-going --output "$initrd" >/dev/null
 
 append="sigmig.timeout=$test_timeout"
 [ -z "$only" ] || append+=" sigmig.only=$only"
-exec "$REPO/orchestrate/run-guest.sh" --kernel "$kernel" --initrd "$initrd" \
+rc=0
+"$REPO/orchestrate/run-guest.sh" --kernel "$kernel" --initrd "$initrd" \
 	--role test --name "$name" --timeout "$timeout_s" --append "$append" \
-	"${quiet[@]}"
+	"${quiet[@]}" || rc=$?
+if [ -s "$initrd.failures" ]; then
+	cat "$initrd.failures"
+	[ "$rc" != 0 ] || rc=1
+fi
+exit "$rc"

@@ -1,0 +1,55 @@
+# sigmig top-level entry points.  Logs go to build/logs/.
+#   make deps         install the Debian packages (skipped when all present)
+#   make kernel       patched linux-source-6.1 bzImage (cached, incremental)
+#   make initramfs    busybox + every component's install-guest output
+#   make check        host-side checks (TAP)
+#   make test         everything, ends with "N passed, N failed"
+#   make bench        boot a guest running /sigmig/bench/*
+#   make migrate-demo, make test-debug
+
+SHELL := /bin/bash
+ORCH := orchestrate
+FLAVOR ?= default
+
+DEB_PACKAGES := linux-source-6.1 qemu-system-x86 busybox-static \
+	libmicrohttpd-dev libjansson-dev gcc-multilib socat flex bison \
+	libelf-dev libssl-dev bc cpio xz-utils curl jq clang \
+	libclang-rt-14-dev python3 make gcc git perl util-linux binutils
+
+.PHONY: all deps kernel initramfs check test bench migrate-demo test-debug clean
+
+all: test
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; exit 0; fi; \
+	echo "deps: installing:" $$missing; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	timeout 900 apt-get update -q && timeout 3600 apt-get install -y -q $$missing
+
+kernel:
+	@mkdir -p build/logs
+	$(ORCH)/build-kernel.sh --flavor $(FLAVOR) 2>&1 | tee build/logs/kernel-$(FLAVOR).log; exit $${PIPESTATUS[0]}
+
+initramfs:
+	@mkdir -p build/logs
+	$(ORCH)/build-initramfs.sh 2>&1 | tee build/logs/initramfs.log; exit $${PIPESTATUS[0]}
+
+check:
+	@mkdir -p build/logs
+	$(ORCH)/host-check.sh 2>&1 | tee build/logs/host-check.log; exit $${PIPESTATUS[0]}
+
+test: deps
+	@$(ORCH)/test-all.sh --kernel-flavor $(FLAVOR)
+
+bench: deps
+	$(ORCH)/guest-test.sh --only bench --timeout 5400 --test-timeout 5000
+
+migrate-demo test-debug:
+	@if [ -f $(ORCH)/$@.sh ]; then exec bash $(ORCH)/$@.sh $(ARGS); \
+	else echo "make $@: not implemented yet"; exit 1; fi
+
+clean:
+	rm -rf build

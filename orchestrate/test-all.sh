@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The body of `make test` (after `make deps`): build the kernel and the
+# initramfs, run the host-side checks, boot the guest tests, run every extra
+# suite in orchestrate/suites.d/*.sh, then count every TAP "ok"/"not ok" line
+# of all of them and end with exactly one line "N passed, N failed".
+# Every step's output is also kept in build/logs/.  A step that fails without
+# a "not ok" line of its own is counted as one synthetic failure.
+#
+# Usage: test-all.sh [--kernel-flavor default|debug]
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOGS="$REPO/build/logs"
+flavor=default
+TAP_LOGS=()
+infra_failures=0
+START=$SECONDS
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel-flavor|--flavor) flavor=${2:?}; shift 2 ;;
+	*) sed -n '9p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2 ;;
+	esac
+done
+
+banner() { printf '\n=== [%4ds] %s\n' $((SECONDS - START)) "$*" >&2; }
+
+# Record an infrastructure failure as a TAP line in its own log.
+infra_fail() {
+	local log="$LOGS/infra.tap"
+	echo "not ok - $*" | tee -a "$log"
+	infra_failures=$((infra_failures + 1))
+}
+
+# run_logged NAME CMD...: run with output on the terminal and in $LOGS/NAME.log
+run_logged() {
+	local name=$1 rc
+	shift
+	"$@" 2>&1 | tee "$LOGS/$name.log"
+	rc=${PIPESTATUS[0]}
+	return "$rc"
+}
+
+build_kernel() {
+	banner "kernel ($flavor; cached unless an input changed)"
+	run_logged "kernel-$flavor" "$REPO/orchestrate/build-kernel.sh" --flavor "$flavor" ||
+		{ infra_fail "kernel build ($flavor), see build/logs/kernel-$flavor.log"; return 1; }
+}
+
+# The image guest-test.sh boots; --keep-going leaves a component whose
+# install-guest fails out and lists it in <image>.failures (counted below).
+build_initramfs() {
+	banner "initramfs"
+	run_logged initramfs "$REPO/orchestrate/build-initramfs.sh" --keep-going \
+		--output "$REPO/build/initramfs/initramfs-$(guest_name).cpio.gz" ||
+		{ infra_fail "initramfs build, see build/logs/initramfs.log"; return 1; }
+}
+
+guest_name() {
+	if [ "$flavor" = default ]; then echo test; else echo "test-$flavor"; fi
+}
+
+host_checks() {
+	banner "host-side checks"
+	run_logged host-check "$REPO/orchestrate/host-check.sh"
+	TAP_LOGS+=("$LOGS/host-check.log")
+}
+
+guest_tests() {
+	local log rc name
+	name=$(guest_name)
+	log="$LOGS/guest-$name.log"
+	banner "guest tests (QEMU TCG; console in build/logs/guest-$name.log)"
+	"$REPO/orchestrate/guest-test.sh" --kernel-flavor "$flavor"
+	rc=$?
+	TAP_LOGS+=("$log")
+	[ -s "$REPO/build/initramfs/initramfs-$name.cpio.gz.failures" ] &&
+		TAP_LOGS+=("$REPO/build/initramfs/initramfs-$name.cpio.gz.failures")
+	if ! tr -d '\r' <"$log" 2>/dev/null | grep -q '^SIGMIG-EXIT [0-9]'; then
+		infra_fail "guest produced no SIGMIG-EXIT (rc=$rc), see $log"
+	elif [ "$rc" != 0 ] && ! cat "${TAP_LOGS[@]}" | tr -d '\r' | grep -q '^not ok'; then
+		infra_fail "guest tests exited with rc=$rc"
+	fi
+}
+
+extra_suites() {
+	local suite name rc
+	for suite in "$REPO"/orchestrate/suites.d/*.sh; do
+		[ -f "$suite" ] || continue
+		name=$(basename "$suite" .sh)
+		banner "suite $name"
+		run_logged "suite-$name" bash "$suite"
+		rc=$?
+		TAP_LOGS+=("$LOGS/suite-$name.log")
+		if [ "$rc" != 0 ] && ! tr -d '\r' <"$LOGS/suite-$name.log" | grep -q '^not ok'; then
+			infra_fail "suite $name exited with rc=$rc"
+		fi
+	done
+}
+
+count_lines() {
+	local pattern=$1
+	shift
+	[ $# -gt 0 ] || { echo 0; return; }
+	cat "$@" 2>/dev/null | tr -d '\r' | grep -cE "$pattern" || true
+}
+
+summary() {
+	local passed failed skipped
+	[ -f "$LOGS/infra.tap" ] && TAP_LOGS+=("$LOGS/infra.tap")
+	passed=$(count_lines '^ok\b' "${TAP_LOGS[@]}")
+	failed=$(count_lines '^not ok\b' "${TAP_LOGS[@]}")
+	skipped=$(count_lines '^ok\b.*# *(SKIP|skip)' "${TAP_LOGS[@]}")
+	banner "summary (logs in build/logs/)"
+	if [ "$failed" != 0 ]; then
+		echo "failures:"
+		cat "${TAP_LOGS[@]}" 2>/dev/null | tr -d '\r' | grep -E '^not ok\b' | sed 's/^/  /'
+	fi
+	[ "$skipped" = 0 ] || echo "($skipped of the passed tests were skipped)"
+	echo "$passed passed, $failed failed"
+	[ "$failed" = 0 ] && [ "$infra_failures" = 0 ] && [ "$passed" != 0 ]
+}
+
+main() {
+	mkdir -p "$LOGS"
+	rm -f "$LOGS/infra.tap"
+	if build_kernel && build_initramfs; then
+		host_checks
+		guest_tests
+		extra_suites
+	else
+		host_checks
+	fi
+	summary
+}
+
+main

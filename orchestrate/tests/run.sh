@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Self-tests of the orchestration scripts that need neither QEMU nor a kernel
+# build: the Kconfig checker, the guest test runner (under busybox sh, as in
+# the guest) and shell syntax.  TAP 13 on stdout; non-zero exit on failure.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ORCH=$(dirname "$HERE")
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+n=0 failed=0
+
+tap() {
+	local status=$1; shift
+	n=$((n + 1))
+	if [ "$status" = 0 ]; then echo "ok $n - $*"; else echo "not ok $n - $*"; failed=$((failed + 1)); fi
+}
+
+expect() {	# expect <description> <command...>: the command must succeed
+	local what=$1; shift
+	"$@" >"$SCRATCH/out" 2>&1
+	local rc=$?
+	[ "$rc" = 0 ] || sed 's/^/# /' "$SCRATCH/out"
+	tap "$rc" "$what"
+}
+
+test_shell_syntax() {
+	local f
+	for f in "$ORCH"/*.sh "$ORCH"/tests/*.sh; do
+		expect "bash -n $(basename "$f")" bash -n "$f"
+	done
+	for f in "$ORCH"/guest/*; do
+		expect "busybox sh -n guest/$(basename "$f")" busybox sh -n "$f"
+	done
+}
+
+test_check_kconfig() {
+	local cfg="$SCRATCH/.config" frag="$SCRATCH/frag.config"
+	printf 'CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_N=4\nCONFIG_S="x y"\n' >"$cfg"
+	printf 'CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_N=4\nCONFIG_S="x y"\n' >"$frag"
+	expect "check-kconfig accepts a fragment the .config satisfies" \
+		"$ORCH/check-kconfig.sh" "$cfg" "$frag"
+	printf 'CONFIG_A=y\nCONFIG_MISSING=y\nCONFIG_B=y\nCONFIG_N=8\n' >"$frag"
+	"$ORCH/check-kconfig.sh" "$cfg" "$frag" >"$SCRATCH/out" 2>&1
+	local rc=$?
+	[ "$rc" != 0 ] && grep -q CONFIG_MISSING "$SCRATCH/out" &&
+		grep -q CONFIG_B "$SCRATCH/out" && grep -q CONFIG_N "$SCRATCH/out" &&
+		! grep -q 'CONFIG_A=' "$SCRATCH/out"
+	tap $? "check-kconfig fails naming every missing or different option (rc=$rc)"
+}
+
+make_program() {	# make_program <path> <body>
+	mkdir -p "$(dirname "$1")"
+	printf '#!/bin/sh\n%s\n' "$2" >"$1"
+	chmod +x "$1"
+}
+
+run_tests() {
+	SIGMIG_TESTS_DIR="$SCRATCH/tests" SIGMIG_BENCH_DIR="$SCRATCH/bench" TMPDIR="$SCRATCH" \
+		PATH="$SCRATCH/bin:$PATH" busybox sh "$ORCH/guest/run-tests" "$@" >"$SCRATCH/out" 2>&1
+}
+
+test_run_tests() {
+	local t="$SCRATCH/tests" rc
+	mkdir -p "$SCRATCH/bin"
+	ln -sf "$(command -v busybox)" "$SCRATCH/bin/timeout"
+	make_program "$t/alpha/01-pass" 'echo "ok 1 - fine"'
+	make_program "$t/alpha/02-notok" 'echo "not ok 1 - broken"; exit 1'
+	make_program "$t/beta/01-silent-fail" 'exit 3'
+	make_program "$t/beta/02-hang" 'sleep 30'
+	printf 'not executable\n' >"$t/beta/lib.sh"
+	run_tests --timeout 2; rc=$?
+	[ "$rc" != 0 ]
+	tap $? "run-tests exits non-zero when a program fails (rc=$rc)"
+	grep -q '^SIGMIG-RESULT alpha/01-pass rc=0' "$SCRATCH/out"
+	tap $? "run-tests reports a passing program with rc=0"
+	[ "$(grep -c '^not ok' "$SCRATCH/out")" = 3 ]
+	tap $? "run-tests adds a synthetic 'not ok' only for failures without one"
+	grep -q '^not ok - beta/01-silent-fail exited with rc=3' "$SCRATCH/out"
+	tap $? "run-tests names the silent failure and its exit code"
+	grep -q '^SIGMIG-RESULT beta/02-hang rc=[1-9]' "$SCRATCH/out" &&
+		grep -q 'killed after 2s timeout' "$SCRATCH/out"
+	tap $? "run-tests kills a program at the per-test timeout"
+	! grep -q 'lib.sh' "$SCRATCH/out"
+	tap $? "run-tests skips non-executable files"
+	[ "$(grep '^SIGMIG-RESULT' "$SCRATCH/out" | cut -d' ' -f2 | tr '\n' ' ')" = \
+	  "alpha/01-pass alpha/02-notok beta/01-silent-fail beta/02-hang " ]
+	tap $? "run-tests runs components and programs in name order"
+	run_tests --only alpha --timeout 2
+	! grep -q 'beta/' "$SCRATCH/out" && grep -q 'alpha/01-pass' "$SCRATCH/out"
+	tap $? "run-tests --only runs one component"
+	rm -rf "$t/alpha/02-notok" "$t/beta"
+	run_tests --timeout 2
+	tap $? "run-tests exits 0 when every program passes"
+	make_program "$SCRATCH/bench/01-bench" 'echo "ok 1 - bench ran"'
+	run_tests --only bench --timeout 2
+	grep -q '^SIGMIG-RESULT bench/01-bench rc=0' "$SCRATCH/out"
+	tap $? "run-tests --only bench runs the bench programs"
+}
+
+echo "TAP version 13"
+test_shell_syntax
+test_check_kconfig
+if command -v busybox >/dev/null; then
+	test_run_tests
+else
+	echo "# busybox not installed: guest runner tests skipped"
+fi
+echo "1..$n"
+[ "$failed" = 0 ]

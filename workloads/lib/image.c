@@ -566,7 +566,7 @@ static int fill(const uint8_t *b, const struct layout *l, struct sigmig_image *i
 int sigmig_image_decode(const uint8_t *buf, size_t len,
 			struct sigmig_image *img, char *err, size_t errlen)
 {
-	struct layout l;
+	struct layout l = { 0 };
 	int ret;
 
 	if (err && errlen)

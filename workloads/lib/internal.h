@@ -62,6 +62,7 @@ struct runtime {
 	unsigned int nthreads;
 	struct rt_thread *threads;
 	_Atomic uint32_t nparked;	/* futex word */
+	_Atomic int freezing;		/* a freeze signal now means: park */
 	_Atomic uint32_t nregistered;	/* futex word */
 	struct rt_handler handlers[RT_MAX_HANDLERS];
 	int nhandlers;

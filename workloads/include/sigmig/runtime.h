@@ -19,6 +19,7 @@ struct sigmig_runtime_opts {
 	const char *program;		/* recorded in the image */
 	const char *restore_image;	/* path: restore before resuming, or NULL */
 	unsigned int nthreads;		/* application threads that will register */
+	void (*on_commit)(void);	/* optional: flush state before COMMIT exits */
 };
 
 /* Before any thread is created: starts the control thread. */
@@ -27,6 +28,15 @@ int sigmig_runtime_start(const struct sigmig_runtime_opts *opts);
 /* Name a handler so that dispositions survive the move (same binary). */
 int sigmig_register_handler(const char *name,
 			    void (*fn)(int, siginfo_t *, void *));
+
+/*
+ * Register @fn under @name and install it for @sig with SA_SIGINFO | @flags
+ * and @mask plus SIGMIG_FREEZE_SIGNAL: a freeze then never interrupts the
+ * handler, so the mask a thread is parked with is its real mask.
+ */
+int sigmig_install_handler(int sig, const char *name,
+			   void (*fn)(int, siginfo_t *, void *), int flags,
+			   const sigset_t *mask);
 
 /*
  * Every application thread calls this once, with its stable index, before

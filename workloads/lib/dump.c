@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Dumping a frozen process: each parked thread peeks its own private queue,
+ * the control thread peeks the shared queue once, then dispositions and
+ * POSIX timers are collected and everything is encoded into an image.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <sigmig/runtime.h>
+#include "internal.h"
+
+#define PEEK_TIMEOUT_MS 60000
+
+static int dump_disposition(int sig, struct sigmig_disposition *d, char *err,
+			    size_t errlen)
+{
+	struct sigaction sa;
+	const char *name;
+
+	memset(d, 0, sizeof(*d));
+	if (sig == SIGMIG_FREEZE_SIGNAL || sigaction(sig, NULL, &sa))
+		return 0;	/* the runtime's own, or reserved by libc: not migrated */
+	d->sa_flags = (uint32_t)sa.sa_flags & ~0x04000000u;	/* SA_RESTORER is libc's */
+	d->sa_mask = sigmig_sigset_to_u64(&sa.sa_mask);
+	if (sa.sa_handler == SIG_DFL)
+		return 0;
+	if (sa.sa_handler == SIG_IGN) {
+		d->kind = SIGMIG_HANDLER_IGNORE;
+		return 0;
+	}
+	name = sigmig_handler_name(sa.sa_sigaction);
+	if (!name) {
+		snprintf(err, errlen, "signal %d has a handler that was not registered with sigmig_register_handler()",
+			 sig);
+		return -ENOENT;
+	}
+	d->kind = SIGMIG_HANDLER_NAMED;
+	snprintf(d->handler, sizeof(d->handler), "%s", name);
+	return 0;
+}
+
+static int thread_index_of(pid_t tid)
+{
+	unsigned int i;
+
+	for (i = 0; i < sigmig_rt.nthreads; i++)
+		if (sigmig_rt.threads[i].registered && sigmig_rt.threads[i].tid == tid)
+			return (int)i;
+	return -1;
+}
+
+/* Complete one timer parsed from /proc/self/timers with its current state. */
+static int timer_state(struct sigmig_timer *t, const char *notify, int target,
+		       char *err, size_t errlen)
+{
+	struct itimerspec its;
+	int ovr;
+
+	if (!strncmp(notify, "none/", 5)) {
+		t->notify = SIGEV_NONE;
+	} else if (!strncmp(notify, "signal/pid", 10)) {
+		t->notify = SIGEV_SIGNAL;
+	} else if (!strncmp(notify, "signal/tid", 10)) {
+		t->notify = SIGEV_THREAD_ID;
+		if (thread_index_of(target) < 0) {
+			snprintf(err, errlen, "timer %d targets tid %d, not a registered thread",
+				 t->id, target);
+			return -ESRCH;
+		}
+		t->thread_index = (uint32_t)thread_index_of(target);
+	} else {
+		snprintf(err, errlen, "timer %d: notify \"%s\" cannot be migrated", t->id, notify);
+		return -EOPNOTSUPP;
+	}
+	if (syscall(SYS_timer_gettime, t->id, &its)) {
+		snprintf(err, errlen, "timer_gettime(%d): %s", t->id, strerror(errno));
+		return -errno;
+	}
+	ovr = (int)syscall(SYS_timer_getoverrun, t->id);
+	t->overrun = ovr < 0 ? 0 : ovr;
+	t->interval_ns = its.it_interval.tv_sec * 1000000000ll + its.it_interval.tv_nsec;
+	t->remaining_ns = its.it_value.tv_sec * 1000000000ll + its.it_value.tv_nsec;
+	return 0;
+}
+
+static int add_timer(struct sigmig_image *img, struct sigmig_timer *t)
+{
+	struct sigmig_timer *n;
+
+	if (img->ntimers == SIGMIG_MAX_TIMERS)
+		return -E2BIG;
+	n = realloc(img->timers, (img->ntimers + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	img->timers = n;
+	img->timers[img->ntimers++] = *t;
+	return 0;
+}
+
+/* /proc/self/timers: "ID:", "signal: sig/ptr", "notify: kind/pid|tid.N", "ClockID:". */
+static int dump_timers(struct sigmig_image *img, char *err, size_t errlen)
+{
+	struct sigmig_timer t;
+	char line[256], notify[64] = "";
+	unsigned long long ptr;
+	int have = 0, ret = 0, target = 0;
+	FILE *f = fopen("/proc/self/timers", "re");
+
+	if (!f) {
+		snprintf(err, errlen, "open /proc/self/timers: %s", strerror(errno));
+		return -errno;
+	}
+	memset(&t, 0, sizeof(t));
+	while (!ret && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "ID: %d", &t.id) == 1) {
+			have = 1;
+		} else if (sscanf(line, "signal: %d/%llx", &t.signo, &ptr) == 2) {
+			t.value = ptr;
+		} else if (sscanf(line, "notify: %63s", notify) == 1) {
+			char *dot = strrchr(notify, '.');
+
+			target = dot ? atoi(dot + 1) : 0;
+		} else if (have && sscanf(line, "ClockID: %d", &t.clock) == 1) {
+			ret = timer_state(&t, notify, target, err, errlen);
+			if (!ret && (ret = add_timer(img, &t)))
+				snprintf(err, errlen, "too many timers");
+			memset(&t, 0, sizeof(t));
+			have = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int peek_threads(char *err, size_t errlen)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < sigmig_rt.nthreads; i++) {
+		struct rt_thread *t = &sigmig_rt.threads[i];
+
+		if (!t->registered)
+			continue;
+		ret = sigmig_post(t, CMD_PEEK, PEEK_TIMEOUT_MS);
+		if (ret) {
+			snprintf(err, errlen, "thread %u (tid %d): %s", i, t->tid,
+				 ret == -ETIMEDOUT ? "peek timed out" : t->err);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int fill_threads(struct sigmig_image *img)
+{
+	unsigned int i;
+
+	img->threads = calloc(sigmig_rt.nthreads, sizeof(*img->threads));
+	if (!img->threads)
+		return -ENOMEM;
+	for (i = 0; i < sigmig_rt.nthreads; i++) {
+		struct rt_thread *t = &sigmig_rt.threads[i];
+		struct sigmig_thread *it;
+
+		if (!t->registered)
+			continue;
+		it = &img->threads[img->nthreads++];
+		it->index = i;
+		it->tid = t->tid;
+		it->blocked = t->blocked;
+		it->pending.count = (uint32_t)t->peek.count;
+		it->pending.entries = (struct sigmig_siginfo *)t->peek.data;
+	}
+	return 0;
+}
+
+int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, char *err,
+		size_t errlen)
+{
+	struct sigmig_image img;
+	struct rawbuf shared = { 0 };
+	struct timespec now;
+	int sig, ret;
+
+	memset(&img, 0, sizeof(img));
+	ret = peek_threads(err, errlen);
+	if (!ret)
+		ret = sigmig_peek_queue(1, &shared, err, errlen);
+	if (ret)
+		goto out;
+	img.version = SIGMIG_IMAGE_VERSION;
+	img.arch = sigmig_native_arch();
+	clock_gettime(CLOCK_REALTIME, &now);
+	img.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	img.pid = getpid();
+	snprintf(img.program, sizeof(img.program), "%s", sigmig_rt.program);
+	for (sig = 1; sig <= SIGMIG_NSIG && !ret; sig++)
+		ret = dump_disposition(sig, &img.dispositions[sig - 1], err, errlen);
+	if (!ret)
+		ret = dump_timers(&img, err, errlen);
+	if (!ret && (ret = fill_threads(&img)))
+		snprintf(err, errlen, "out of memory");
+	if (ret)
+		goto out;
+	img.shared.count = (uint32_t)shared.count;
+	img.shared.entries = (struct sigmig_siginfo *)shared.data;
+	*nsignals = sigmig_image_pending_total(&img);
+	ret = sigmig_image_encode(&img, out, len);
+	if (ret)
+		snprintf(err, errlen, "encoding the image: %s", strerror(-ret));
+out:
+	free(img.threads);	/* queue entries belong to the peek buffers */
+	free(img.timers);
+	sigmig_rawbuf_free(&shared);
+	for (sig = 0; sig < (int)sigmig_rt.nthreads; sig++)
+		sigmig_rawbuf_free(&sigmig_rt.threads[sig].peek);
+	return ret;
+}

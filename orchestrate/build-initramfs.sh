@@ -16,7 +16,7 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK="$REPO/build/initramfs"
-ROOT="$WORK/root"
+ROOT=""	# a private staging directory: several builds may run at once
 output="$WORK/initramfs.cpio.gz"
 components="kernel workloads agent"
 overlays=()
@@ -52,7 +52,6 @@ find_busybox() {
 # Debian's merged-/usr layout, so that library paths ldd reports under /lib
 # and /usr/lib both resolve.
 make_skeleton() {
-	rm -rf "$ROOT"
 	mkdir -p "$ROOT"/{usr/bin,usr/sbin,usr/lib,usr/lib64,usr/lib32}
 	mkdir -p "$ROOT"/{dev,proc,sys,tmp,run,root,etc,sigmig/bin,sigmig/tests,sigmig/bench}
 	ln -s usr/bin "$ROOT/bin"
@@ -169,7 +168,8 @@ gen_init_cpio_tool() {
 	local tree tool="$WORK/gen_init_cpio"
 	tree=$("$REPO/orchestrate/build-kernel.sh" --print-tree)
 	if [ ! -x "$tool" ] || [ "$tree/usr/gen_init_cpio.c" -nt "$tool" ]; then
-		cc -O2 -o "$tool" "$tree/usr/gen_init_cpio.c"
+		cc -O2 -o "$tool.$$" "$tree/usr/gen_init_cpio.c"
+		mv -f "$tool.$$" "$tool"
 	fi
 	echo "$tool"
 }
@@ -181,6 +181,8 @@ main() {
 	rm -f "$output.failures"
 	tree=$("$REPO/orchestrate/build-kernel.sh" --print-tree)
 	export SIGMIG_KERNEL_TREE="$tree"
+	ROOT=$(mktemp -d "$WORK/root.XXXXXX")
+	trap 'rm -rf "$ROOT" "$ROOT.list" "$output.tmp.$$"' EXIT
 	log "assembling $ROOT"
 	make_skeleton
 	install_busybox
@@ -192,10 +194,10 @@ main() {
 	done
 	copy_dynamic_dependencies
 	tool=$(gen_init_cpio_tool)
-	write_file_list "$WORK/files.list"
-	"$tool" -t 0 "$WORK/files.list" | gzip -6 -n >"$output.tmp"
-	mv "$output.tmp" "$output"
-	log "wrote $output ($(du -h "$output" | cut -f1), $(wc -l <"$WORK/files.list") entries)"
+	write_file_list "$ROOT.list"
+	"$tool" -t 0 "$ROOT.list" | gzip -6 -n >"$output.tmp.$$"
+	mv -f "$output.tmp.$$" "$output"
+	log "wrote $output ($(du -h "$output" | cut -f1), $(wc -l <"$ROOT.list") entries)"
 	echo "$output"
 }
 

@@ -31,6 +31,13 @@ name=test
 [ -z "$only" ] || name+="-$only"
 initrd="$REPO/build/initramfs/initramfs-$name.cpio.gz"
 
+# One run per image and log name at a time: concurrent identical runs would
+# overwrite each other's initramfs and console log.
+mkdir -p "$REPO/build/logs"
+exec 8>"$REPO/build/logs/.guest-$name.lock"
+flock -n 8 || { echo "[guest-test] waiting for another guest-test $name run" >&2; flock -w "$timeout_s" 8; } ||
+	{ echo "[guest-test] another guest-test $name run holds the lock" >&2; exit 1; }
+
 kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor")
 # --keep-going: one component that fails to build must not hide the
 # others' guest results; its failure is reported and fails this run.

@@ -28,6 +28,11 @@
 
 #include <sigmig/sfd.h>
 
+/* Older glibc headers do not name the SIGEV_THREAD_ID target. */
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
 /* The kernel's sigset_t: glibc's signalfd() passes this size too. */
 #define KERNEL_SIGSET_SIZE	8
 #define SIGINFO_SIZE		128
@@ -268,6 +273,120 @@ static inline int sfd_interface_present(void)
 		return 0;
 	close(fd);
 	return 1;
+}
+
+/* Queues an SI_QUEUE signal carrying @val to the process-wide queue. */
+static inline int q_shared(int sig, int val)
+{
+	union sigval v;
+
+	memset(&v, 0, sizeof(v));
+	v.sival_int = val;
+	return sigqueue(getpid(), sig, v);
+}
+
+/* Queues an SI_QUEUE signal carrying @val to the calling thread's queue. */
+static inline int q_private(int sig, int val)
+{
+	siginfo_t si;
+
+	si_init(&si, sig, SI_QUEUE);
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = val;
+	return sys_rt_tgsigqueueinfo(getpid(), sys_gettid(), sig, &si);
+}
+
+static inline int rec_signo(const void *rec)
+{
+	int signo;
+
+	memcpy(&signo, rec, sizeof(signo));	/* first word in both formats */
+	return signo;
+}
+
+/*
+ * Dequeue order differs from list order (synchronous signals first, then
+ * lowest number), but within one signal number it is FIFO. Checks that
+ * @deq is exactly @peek re-ordered that way: same multiset, per-signal
+ * order preserved, every record byte-identical. Returns 0 on success.
+ */
+static inline int match_dequeue_to_peek(const void *peek, size_t np,
+					const void *deq, size_t nd)
+{
+	const unsigned char *p = peek, *d = deq;
+	size_t next[_NSIG];
+	size_t i;
+	int sig;
+
+	if (np != nd) {
+		printf("# peeked %zu records, dequeued %zu\n", np, nd);
+		return 1;
+	}
+	for (sig = 0; sig < _NSIG; sig++)
+		next[sig] = 0;
+	for (i = 0; i < nd; i++) {
+		const unsigned char *rec = d + i * SIGINFO_SIZE;
+		size_t j;
+
+		sig = rec_signo(rec);
+		if (sig <= 0 || sig >= _NSIG)
+			return 1;
+		for (j = next[sig]; j < np; j++)
+			if (rec_signo(p + j * SIGINFO_SIZE) == sig)
+				break;
+		if (j == np) {
+			printf("# dequeued record %zu (sig %d) was not peeked\n", i, sig);
+			return 1;
+		}
+		if (siginfo_cmp("peek vs dequeue", p + j * SIGINFO_SIZE, rec))
+			return 1;
+		next[sig] = j + 1;
+	}
+	return 0;
+}
+
+/* Peeks a whole queue starting at @base, @batch records per call. */
+static inline ssize_t peek_all(int fd, long long base, void *buf, size_t max,
+			       size_t batch)
+{
+	size_t got = 0;
+
+	for (;;) {
+		size_t want = batch < max - got ? batch : max - got;
+		ssize_t r;
+
+		if (!want)
+			return (ssize_t)got;
+		r = sfd_peek(fd, (char *)buf + got * SIGINFO_SIZE, want,
+			     base + (long long)got);
+		if (r < 0)
+			return r;
+		if (r % SIGINFO_SIZE)
+			return -1;
+		if (!r)
+			return (ssize_t)got;
+		got += (size_t)r / SIGINFO_SIZE;
+	}
+}
+
+/* Dequeues everything readable from @fd (non-blocking) into @buf. */
+static inline ssize_t dequeue_all(int fd, void *buf, size_t max)
+{
+	size_t got = 0;
+
+	while (got < max) {
+		size_t want = max - got < 64 ? max - got : 64;
+		ssize_t r = read(fd, (char *)buf + got * SIGINFO_SIZE,
+				 want * SIGINFO_SIZE);
+
+		if (r < 0)
+			return errno == EAGAIN ? (ssize_t)got : -1;
+		if (!r)
+			break;
+		got += (size_t)r / SIGINFO_SIZE;
+	}
+	return (ssize_t)got;
 }
 
 #define SFD_MISSING_MSG \

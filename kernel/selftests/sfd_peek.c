@@ -273,8 +273,8 @@ TEST_F(peek, unused_bytes_zeroed_raw)
 	siginfo_t exp[3];
 	size_t i;
 
-	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x1234));
 	ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x1234));
 	ASSERT_EQ(0, sys_tgkill(getpid(), sys_gettid(), SIGUSR2));
 
 	si_init(&exp[0], SIGUSR1, SI_USER);

@@ -37,7 +37,7 @@ initramfs:
 	@mkdir -p build/logs
 	$(ORCH)/build-initramfs.sh 2>&1 | tee build/logs/initramfs.log; exit $${PIPESTATUS[0]}
 
-check:
+check: deps
 	@mkdir -p build/logs
 	$(ORCH)/host-check.sh 2>&1 | tee build/logs/host-check.log; exit $${PIPESTATUS[0]}
 

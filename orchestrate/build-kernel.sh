@@ -5,9 +5,11 @@
 # rebuilds are incremental; a build is skipped entirely when the hash of every
 # input matches the one recorded next to the cached bzImage.
 #
-# Usage: build-kernel.sh [--flavor default|debug] [--print-tree] [--force]
+# Usage: build-kernel.sh [--flavor default|debug|stock] [--print-tree] [--force]
 #   stdout: the path of the bzImage (or, with --print-tree, of the patched
 #   source tree, which is prepared but not built).  Progress goes to stderr.
+#   --flavor stock: the same configuration without the patch series (a git
+#   worktree of sigmig-pristine), for guests that lack the interface.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +17,7 @@ SELF="$REPO/orchestrate/build-kernel.sh"
 TARBALL=/usr/src/linux-source-6.1.tar.xz
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 TREE="$CACHE/src/linux-source-6.1"
+STOCK_TREE="$CACHE/src/linux-source-6.1-stock"
 PATCH_DIR="$REPO/kernel/patches"
 SERIES="$PATCH_DIR/series"
 CONFIG_DIR="$REPO/kernel/config"
@@ -45,8 +48,8 @@ parse_args() {
 		esac
 	done
 	case "$flavor" in
-	default|debug) ;;
-	*) die "unknown flavor '$flavor' (default|debug)" ;;
+	default|debug|stock) ;;
+	*) die "unknown flavor '$flavor' (default|debug|stock)" ;;
 	esac
 }
 
@@ -170,7 +173,7 @@ inputs_hash() {
 
 kmake() {
 	# LOCALVERSION= (set, empty) keeps "+" off the release of the git tree.
-	make -C "$TREE" O="$OUT" ARCH=x86_64 LOCALVERSION= "$@"
+	make -C "$SRC_TREE" O="$OUT" ARCH=x86_64 LOCALVERSION= "$@"
 }
 
 configure() {
@@ -178,9 +181,9 @@ configure() {
 	# tinyconfig = allnoconfig + tiny-base.config + tiny.config; adding our
 	# fragments to the same allnoconfig run keeps the allno semantics.
 	{
-		cat "$TREE/kernel/configs/tiny-base.config" \
-		    "$TREE/kernel/configs/tiny.config" \
-		    "$TREE/arch/x86/configs/tiny.config"
+		cat "$SRC_TREE/kernel/configs/tiny-base.config" \
+		    "$SRC_TREE/kernel/configs/tiny.config" \
+		    "$SRC_TREE/arch/x86/configs/tiny.config"
 		local f
 		for f in $(fragments); do cat "$f"; done
 	} >"$allconfig.new"
@@ -198,11 +201,31 @@ configure() {
 	"$REPO/orchestrate/check-kconfig.sh" "$OUT/.config" $(fragments) >&2
 }
 
+object_count() {
+	find "$OUT" -name '*.o' 2>/dev/null | wc -l
+}
+
+# A cold build is silent for minutes under "make -s": report the number of
+# objects built so far against the last complete build (or a typical one).
+progress_ticker() {
+	local expected=$1
+	while sleep 30; do
+		log "  ... $(object_count) of ~$expected objects built"
+	done
+}
+
 build() {
-	local jobs
+	local jobs expected ticker rc=0
 	jobs=$(nproc)
-	log "building bzImage with -j$jobs in $OUT (cold: ~7 min on 2 cores)"
-	kmake -s -j"$jobs" bzImage >&2
+	expected=$(cat "$OUT/sigmig-objects" 2>/dev/null || echo 1100)
+	log "building bzImage with -j$jobs in $OUT (cold: 3-7 min on 2 cores)"
+	progress_ticker "$expected" &
+	ticker=$!
+	kmake -s -j"$jobs" bzImage >&2 || rc=$?
+	kill "$ticker" 2>/dev/null
+	wait "$ticker" 2>/dev/null || true
+	[ "$rc" = 0 ] || die "kernel build failed (make exit $rc)"
+	object_count >"$OUT/sigmig-objects"
 	log "built $(du -h "$OUT/arch/x86/boot/bzImage" | cut -f1) bzImage"
 }
 
@@ -211,7 +234,26 @@ publish() {
 	mkdir -p "$dest"
 	cp "$OUT/arch/x86/boot/bzImage" "$dest/bzImage"
 	cp "$OUT/.config" "$dest/config"
-	echo "$TREE" >"$dest/tree"
+	echo "$SRC_TREE" >"$dest/tree"
+}
+
+# The unpatched tree for --flavor stock: a worktree of the pristine tag, so
+# the shared patched tree is never switched away from the series.
+prepare_stock_tree() {
+	# A re-extracted shared tree orphans the old worktree: recreate it then.
+	if ! git -C "$STOCK_TREE" rev-parse -q --verify sigmig-pristine >/dev/null 2>&1; then
+		log "checking out the unpatched tree in $STOCK_TREE (about a minute)"
+		rm -rf "$STOCK_TREE"
+		git_tree worktree prune
+		git_tree worktree add -q --detach "$STOCK_TREE" sigmig-pristine
+	fi
+	git -C "$STOCK_TREE" checkout -q -f --detach sigmig-pristine
+	SRC_TREE=$STOCK_TREE
+	PATCHES_SHA=none
+	# The stock build touches neither the shared tree nor other flavors:
+	# do not make default/debug builds wait ~7 minutes for it.
+	exec 9>"$CACHE/lock.stock"
+	flock -w "$LOCK_TIMEOUT" 9 || die "stock build lock held for over ${LOCK_TIMEOUT}s"
 }
 
 # --print-tree without waiting for a running build when the tree is current.
@@ -239,6 +281,8 @@ main() {
 		echo "$TREE"
 		return
 	fi
+	SRC_TREE=$TREE
+	[ "$flavor" != stock ] || prepare_stock_tree
 	OUT="$CACHE/build/$flavor"
 	mkdir -p "$OUT"
 	hash=$(inputs_hash)

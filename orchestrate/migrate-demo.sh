@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# `make migrate-demo`: everything from a fresh Debian 12 machine to a report
+# on the projector.  Installs what is missing, builds what is not cached
+# (showing progress and the time left for the long steps), boots guests A and
+# B, migrates a workload with thousands of pending signals from A to B
+# (orchestrate/migrate.sh) and prints the report; the same report is written
+# as a self-contained HTML page.
+#
+# Usage: migrate-demo.sh [--threads N] [--signals N] [--after N]
+#                        [--html FILE] [--keep] [--no-deps]
+#   --threads N   workload threads (default 4)
+#   --signals N   signals pending at the moment of the move (default 4000)
+#   --after N     signals sent to the moved process on B (default 1000)
+#   --html FILE   default build/migrate-demo.html
+#   --keep        leave the guests running after the report (Ctrl-C stops them)
+#   --no-deps     do not check Debian packages
+# From make: make migrate-demo ARGS="--threads 8 --signals 20000"
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
+LOGS="$REPO/build/logs"
+threads=4 signals=4000 after=1000 html="$REPO/build/migrate-demo.html" keep=0 deps=1
+START=$SECONDS
+STEP=0
+STEPS=6
+bg_pid=""
+
+bold() { if [ -t 2 ]; then printf '\033[1m%s\033[0m' "$*"; else printf '%s' "$*"; fi; }
+step() { STEP=$((STEP + 1)); printf '\n%s\n' "$(bold "[$STEP/$STEPS] $*")" >&2; }
+say() { printf '  [%3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
+die() { printf '  [%3ds] ERROR: %s\n' $((SECONDS - START)) "$*" >&2; exit 1; }
+usage() { sed -n '9,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+parse_args() {
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--threads) threads=${2:?}; shift 2 ;;
+		--signals) signals=${2:?}; shift 2 ;;
+		--after) after=${2:?}; shift 2 ;;
+		--html) html=${2:?}; shift 2 ;;
+		--keep) keep=1; shift ;;
+		--no-deps) deps=0; shift ;;
+		-h|--help) usage ;;
+		*) usage ;;
+		esac
+	done
+}
+
+cleanup() {
+	[ -z "$bg_pid" ] || kill "$bg_pid" 2>/dev/null || true
+}
+
+fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# run_with_progress LABEL EXPECTED_S PROGRESS_FN LOG CMD...: run CMD in the
+# background, print a progress line every 15 s (PROGRESS_FN prints a
+# percentage or nothing), fail with the log's tail.
+run_with_progress() {
+	local label=$1 expected=$2 progress_fn=$3 log=$4 begin=$SECONDS pct rc=0 elapsed left
+	shift 4
+	"$@" >"$log" 2>&1 &
+	bg_pid=$!
+	while kill -0 "$bg_pid" 2>/dev/null; do
+		sleep 1
+		elapsed=$((SECONDS - begin))
+		[ $((elapsed % 15)) = 0 ] || continue
+		pct=$($progress_fn 2>/dev/null || true)
+		if [ -n "$pct" ] && [ "$pct" -gt 0 ]; then
+			left=$((elapsed * (100 - pct) / pct))
+		else
+			left=$((expected > elapsed ? expected - elapsed : 0))
+		fi
+		say "$label: $(fmt_time "$elapsed") elapsed${pct:+, $pct% done}, about $(fmt_time "$left") left"
+	done
+	wait "$bg_pid" || rc=$?
+	bg_pid=""
+	if [ "$rc" != 0 ]; then
+		tail -15 "$log" | sed 's/^/    /' >&2
+		die "$label failed (rc=$rc), full log: $log"
+	fi
+}
+
+no_progress() { :; }
+
+missing_packages() {
+	make -s -C "$REPO" -n deps >/dev/null 2>&1 || return 0
+	# The Makefile's list is the reference; ask dpkg which are missing.
+	local p
+	for p in $(sed -n '/^DEB_PACKAGES/,/^$/p' "$REPO/Makefile" | sed 's/DEB_PACKAGES *:=//; s/\\//g'); do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"
+	done
+}
+
+apt_progress() {
+	local total done_n
+	total=$(wc -w <"$LOGS/demo-missing.txt")
+	done_n=$(grep -c '^Setting up ' "$LOGS/demo-deps.log" 2>/dev/null || true)
+	[ "$total" -gt 0 ] && echo $((done_n * 100 / (total + 1) < 99 ? done_n * 100 / (total + 1) : 99))
+}
+
+step_deps() {
+	step "Debian packages"
+	if [ "$deps" = 0 ]; then
+		say "skipped (--no-deps)"
+		return
+	fi
+	missing_packages >"$LOGS/demo-missing.txt"
+	if [ ! -s "$LOGS/demo-missing.txt" ]; then
+		say "all present"
+		return
+	fi
+	say "installing: $(tr '\n' ' ' <"$LOGS/demo-missing.txt")"
+	say "first time: usually 2-6 minutes, depending on the mirror (log: $LOGS/demo-deps.log)"
+	run_with_progress "apt-get" 300 apt_progress "$LOGS/demo-deps.log" make -s -C "$REPO" deps
+	say "packages installed"
+}
+
+KERNEL_OBJS_FILE="$CACHE/kernel-objects.count"
+
+kernel_progress() {
+	local have want
+	want=$(cat "$KERNEL_OBJS_FILE" 2>/dev/null || echo 1100)
+	have=$(find "$CACHE/build/$1" -name '*.o' 2>/dev/null | wc -l)
+	[ "$want" -gt 0 ] && echo $((have * 100 / want < 99 ? have * 100 / want : 99))
+}
+kernel_progress_default() { kernel_progress default; }
+kernel_progress_stock() { kernel_progress stock; }
+
+step_kernel() {
+	local flavor=${1:-default} kernel
+	step "Guest kernel ($flavor: linux-source-6.1 + kernel/patches)"
+	if kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor" --print-tree 2>/dev/null) &&
+	   [ -f "$CACHE/build/$flavor/sigmig-inputs.sha256" ]; then
+		say "checking the cache (builds only if an input changed; a cold build takes ~7 min on 2 cores)"
+	else
+		say "first build: extracting the source and compiling, ~7-10 min on 2 cores"
+	fi
+	run_with_progress "kernel build" 480 "kernel_progress_$flavor" "$LOGS/kernel-$flavor.log" \
+		"$REPO/orchestrate/build-kernel.sh" --flavor "$flavor"
+	find "$CACHE/build/$flavor" -name '*.o' 2>/dev/null | wc -l >"$KERNEL_OBJS_FILE.tmp" &&
+		mv "$KERNEL_OBJS_FILE.tmp" "$KERNEL_OBJS_FILE" || true
+	KERNEL=$(tail -1 "$LOGS/kernel-$flavor.log")
+	[ -f "$KERNEL" ] || die "no bzImage reported by build-kernel.sh (see $LOGS/kernel-$flavor.log)"
+	say "$(grep -E 'cached bzImage|built ' "$LOGS/kernel-$flavor.log" | tail -1 | sed 's/^\[[^]]*\] //')"
+}
+
+step_initramfs() {
+	step "Guest initramfs (busybox + workloads + agent)"
+	INITRD="$REPO/build/initramfs/initramfs-demo.cpio.gz"
+	run_with_progress "initramfs" 60 no_progress "$LOGS/demo-initramfs.log" \
+		"$REPO/orchestrate/build-initramfs.sh" --output "$INITRD"
+	gzip -dc "$INITRD" | cpio -t --quiet 2>/dev/null | grep -q '^sigmig/bin/sigmig-agent$' ||
+		die "the initramfs has no sigmig-agent (did agent/ build? see $LOGS/demo-initramfs.log)"
+	say "$(tail -2 "$LOGS/demo-initramfs.log" | head -1 | sed 's/^\[[^]]*\] //')"
+}
+
+# Runs inside two-guests.sh, with SIGMIG_* set.
+run_migration() {
+	local result rc=0
+	step "Migration: A -> B with $signals pending signals on $threads threads"
+	result=$("$REPO/orchestrate/migrate.sh" --threads "$threads" --signals "$signals" \
+		--after "$after" --out "$REPO/build/migrate-demo") || rc=$?
+	result=${result:-$REPO/build/migrate-demo/result.json}
+	[ -f "$result" ] || die "migration failed before producing a result (rc=$rc)"
+	step "Report"
+	python3 "$REPO/orchestrate/report/report.py" "$result" --html "$html" || rc=$?
+	printf '\n  total demo time %s\n' "$(fmt_time $((SECONDS - START)))" >&2
+	if [ "$keep" = 1 ]; then
+		say "guests still up: A=$SIGMIG_A_URL B=$SIGMIG_B_URL token=$SIGMIG_TOKEN (Ctrl-C to stop)"
+		while :; do sleep 3600; done
+	fi
+	return "$rc"
+}
+
+main() {
+	local inside=0
+	if [ "${1:-}" = --inside-guests ]; then
+		inside=1
+		shift
+	fi
+	parse_args "$@"
+	mkdir -p "$LOGS"
+	trap cleanup EXIT
+	trap 'cleanup; exit 130' INT
+	trap 'cleanup; exit 143' TERM
+	if [ "$inside" = 1 ]; then
+		# Re-entered by two-guests.sh once both agents are healthy.
+		STEP=${DEMO_STEP:?} START=$((SECONDS - ${DEMO_ELAPSED:-0}))
+		run_migration
+		return
+	fi
+	step_deps
+	step_kernel default
+	step_initramfs
+	step "Boot guests A and B (QEMU, usually under 15 s)"
+	DEMO_STEP=$STEP DEMO_ELAPSED=$((SECONDS - START)) \
+		"$REPO/orchestrate/two-guests.sh" --kernel "$KERNEL" --initrd "$INITRD" --name demo \
+		-- "$REPO/orchestrate/migrate-demo.sh" --inside-guests "$@"
+}
+
+main "$@"

@@ -338,7 +338,15 @@ write_result() {
 		  to: {url: $to, target: $target, label: "B", kernel: ($capb[0].kernel_release // $capb[0].kernel // "?"), capabilities: $capb[0]},
 		  workload_a: {program: "sigstorm", pid: $pid_a}, workload_b: {program: "sigstorm", pid: $pid_b},
 		  before: $before[0], after: $after[0], migrate: ($migrate[0] // {}), migrate_status: $status,
-		  ledger: $ledger[0], ledger_extra: $extra, failures: $failures}' >"$out/result.json"
+		  ledger: $ledger[0], ledger_extra: $extra, failures: $failures}' >"$out/result.json.tmp"
+	# Queue sizes in one place, whatever the shape of the signals replies.
+	jq "$JQ_DEFS"'
+		def sizes: {total: pending_total,
+			threads: [.threads[]? | thread_queue | recs | length],
+			shared: ((.shared // .process // .group) | recs | length)};
+		. + {pending: {before: (.before | sizes), after: (.after | sizes)}}' \
+		"$out/result.json.tmp" >"$out/result.json"
+	rm -f "$out/result.json.tmp"
 }
 
 verdict() {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Two-guest fault injection (TAP).  Each case boots fresh guests, piles up
+# pending signals on A, injects one fault into the migration and checks the
+# two-phase outcome: the original keeps running on A (nothing committed) or,
+# had B confirmed, runs on B; and the ledger shows lost = 0, duplicated = 0.
+#   link-cut      the link is cut after 64 KiB of the image stream
+#   corrupt       one byte of the image is altered on the wire (TCP checksum
+#                 fixed, so only the image's own CRC can notice)
+#   reply-lost    B restores but its confirmation never reaches A
+#   agent-killed  B's agent dies after receiving the image, before it replies
+#                 (needs the agent's fault hook; see integration-findings)
+#   stock-b       B runs a kernel without the interface (unpatched 6.1)
+set -uo pipefail
+SUITE=two-guest-faults
+# shellcheck source=../two-guest-tap.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../two-guest-tap.sh"
+RELAY="$REPO/orchestrate/link-relay.sh"
+SIGNALS=3000
+TIMEOUT_MS=20000
+
+rollback_checks() {	# LABEL
+	local label=$1 status
+	status=$(result '.migrate_status // "none"')
+	[ -f "$RESULT" ] && [ "${status:0:1}" != 2 ]
+	tap $? "$label: A's agent reports the move as failed (HTTP $status: $(result '.migrate.code // .migrate.detail // ""' | head -c 80))"
+	check_ledger_clean "$label"
+}
+
+echo "TAP version 13"
+guest_images 1
+
+run_case link-cut -- --signals "$SIGNALS" --expect rollback --fault "link cut after 64 KiB" \
+	--migrate-timeout-ms "$TIMEOUT_MS" \
+	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" cut-after ab 65536'
+rollback_checks "link cut mid-stream"
+
+run_case corrupt -- --signals "$SIGNALS" --expect rollback --fault "one image byte flipped on the wire" \
+	--migrate-timeout-ms "$TIMEOUT_MS" \
+	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" corrupt-after ab 131072'
+[ "$(grep -o 'corrupted=[0-9]*' "$REPO/build/run/$SUITE-corrupt-link/stats" 2>/dev/null)" != corrupted=0 ]
+tap $? "corrupt: the relay altered one byte of the stream"
+rollback_checks "corrupted image"
+
+run_case reply-lost -- --signals "$SIGNALS" --expect rollback --fault "B's confirmation lost on the link" \
+	--migrate-timeout-ms "$TIMEOUT_MS" \
+	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" drop-reply-after ab 1'
+rollback_checks "B's confirmation lost"
+
+run_case agent-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --expect rollback \
+	--fault "B's agent killed after receiving the image, before confirming" --migrate-timeout-ms "$TIMEOUT_MS" \
+	--before-migrate 'curl -fsS -m 10 -H "Authorization: Bearer $SIGMIG_TOKEN" -H "Content-Type: application/json" -d "{\"point\":\"restore-before-reply\"}" "$SIGMIG_B_URL/v1/debug/fault" >/dev/null || { echo "agent has no fault hook" >&2; exit 77; }'
+if grep -q 'agent has no fault hook' "$REPO/build/suites/$SUITE/agent-killed/stderr" 2>/dev/null; then
+	tap 1 "B's agent killed before confirming: the agent has no fault hook (POST /v1/debug/fault), see /work/helpers/integration-findings.md"
+else
+	rollback_checks "B's agent killed before confirming"
+fi
+
+if [ -n "${KERNEL_STOCK:-}" ]; then
+	run_case stock-b --kernel-b "$KERNEL_STOCK" -- --signals "$SIGNALS" --expect rollback \
+		--fault "B's kernel lacks the interface" --migrate-timeout-ms "$TIMEOUT_MS"
+	[ "$(result '.to.capabilities | (.interface // .signalfd_raw // .sfd_raw // false)')" = false ]
+	tap $? "stock B: its agent reports the interface as missing"
+	rollback_checks "B without the interface"
+else
+	tap 1 "stock kernel (build-kernel.sh --flavor stock) builds"
+fi
+tap_done

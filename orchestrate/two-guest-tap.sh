@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# Shared by orchestrate/suites.d/two-guest*.sh (sourced, not run): TAP output,
+# the guest images, and one "boot two guests, migrate, check" case.
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOGS="$REPO/build/logs"
+TAP_N=0
+TAP_FAILED=0
+
+tap() {	# STATUS DESCRIPTION
+	TAP_N=$((TAP_N + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $TAP_N - $2"
+	else
+		echo "not ok $TAP_N - $2"
+		TAP_FAILED=$((TAP_FAILED + 1))
+	fi
+}
+
+tap_skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
+tap_done() {
+	echo "1..$TAP_N"
+	[ "$TAP_FAILED" = 0 ]
+}
+
+diag() { sed 's/^/# /'; }
+
+# KERNEL, KERNEL_STOCK (if asked) and INITRD, built or taken from the cache.
+guest_images() {
+	local want_stock=${1:-0}
+	mkdir -p "$LOGS"
+	KERNEL=$("$REPO/orchestrate/build-kernel.sh" --flavor default 2>>"$LOGS/$SUITE-build.log") ||
+		{ tap 1 "guest kernel builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
+	if [ "$want_stock" = 1 ]; then
+		KERNEL_STOCK=$("$REPO/orchestrate/build-kernel.sh" --flavor stock 2>>"$LOGS/$SUITE-build.log") ||
+			KERNEL_STOCK=""
+	fi
+	INITRD="$REPO/build/initramfs/initramfs-$SUITE.cpio.gz"
+	"$REPO/orchestrate/build-initramfs.sh" --output "$INITRD" >/dev/null 2>>"$LOGS/$SUITE-build.log" ||
+		{ tap 1 "guest initramfs builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
+	gzip -dc "$INITRD" | cpio -t --quiet 2>/dev/null | grep -q '^sigmig/bin/sigmig-agent$' ||
+		tap_skip_all "no sigmig-agent in the initramfs yet (agent/ not built)"
+}
+
+# jq over the case's result.json; prints the value.
+result() { jq -r "$1" "$RESULT" 2>/dev/null; }
+
+# run_case NAME [two-guests options...] -- [migrate.sh options...]
+# Sets RESULT (result.json) and CASE_RC (migrate.sh's exit status).
+run_case() {
+	local name=$1 tg=() mig=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do tg+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	mig=("$@")
+	local out="$REPO/build/suites/$SUITE/$name"
+	rm -rf "$out"
+	mkdir -p "$out"
+	RESULT="$out/result.json"
+	CASE_RC=0
+	timeout -k 10 900 "$REPO/orchestrate/two-guests.sh" --quiet --name "$SUITE-$name" \
+		--kernel "$KERNEL" --initrd "$INITRD" "${tg[@]}" -- \
+		"$REPO/orchestrate/migrate.sh" --out "$out" "${mig[@]}" \
+		>"$out/stdout" 2>"$out/stderr" || CASE_RC=$?
+	echo "# case $name: migrate.sh rc=$CASE_RC, log $out/stderr"
+	if [ "$CASE_RC" != 0 ]; then
+		tail -8 "$out/stderr" | diag
+	fi
+}
+
+# The checks every case ends with.
+check_ledger_clean() {
+	local label=$1
+	if [ ! -f "$RESULT" ]; then
+		tap 1 "$label: a result was produced"
+		return
+	fi
+	local lost dup mism sent
+	lost=$(result '.ledger.lost // "none"')
+	dup=$(result '.ledger.duplicated // "none"')
+	mism=$(result '.ledger.mismatched // "none"')
+	sent=$(result '.ledger.sent // 0')
+	[ "$lost" = 0 ]
+	tap $? "$label: ledger lost = 0 (got $lost of $sent sent)"
+	[ "$dup" = 0 ]
+	tap $? "$label: ledger duplicated = 0 (got $dup)"
+	[ "$mism" = 0 ]
+	tap $? "$label: ledger mismatched = 0 (got $mism)"
+	[ "$(result '.failures | length')" = 0 ]
+	tap $? "$label: outcome as expected ($(result '.failures | join("; ")' | head -c 200))"
+}

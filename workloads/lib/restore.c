@@ -92,28 +92,26 @@ static long queued_for_user(void)
 
 /*
  * Every requeued signal counts against RLIMIT_SIGPENDING (per user). Raise
- * the soft limit up to the hard one if needed; never touch the hard limit:
- * it is the administrator's ceiling. Fails before anything is requeued.
+ * the limit if needed (the hard one too when we hold CAP_SYS_RESOURCE);
+ * fail before anything is requeued when that is not possible.
  */
 static int check_sigpending(uint64_t total)
 {
-	struct rlimit rl;
-	uint64_t need = total + (uint64_t)queued_for_user() + 16;
+	struct rlimit rl, want;
+	long queued = queued_for_user();
+	uint64_t need = total + (uint64_t)queued + 16;
 
 	if (getrlimit(RLIMIT_SIGPENDING, &rl))
 		return fail(-errno, "getrlimit(RLIMIT_SIGPENDING): %s", strerror(errno));
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= need)
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
 		return 0;
-	if (rl.rlim_cur == RLIM_INFINITY)
-		return 0;
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
-		return fail(-EAGAIN, "RLIMIT_SIGPENDING hard limit %llu is below the %llu needed (%llu signals to requeue + %ld queued + 16): nothing requeued",
-			    (unsigned long long)rl.rlim_max, (unsigned long long)need,
-			    (unsigned long long)total, queued_for_user());
-	rl.rlim_cur = need;
-	if (setrlimit(RLIMIT_SIGPENDING, &rl))
-		return fail(-errno, "raising RLIMIT_SIGPENDING to %llu: %s: nothing requeued",
-			    (unsigned long long)need, strerror(errno));
+	want.rlim_cur = need;
+	want.rlim_max = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? need : rl.rlim_max;
+	if (setrlimit(RLIMIT_SIGPENDING, &want))
+		return fail(-EAGAIN, "RLIMIT_SIGPENDING soft %llu hard %llu is below the %llu needed (%llu signals to requeue + %ld queued for this user + 16) and raising it failed: %s: nothing requeued",
+			    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+			    (unsigned long long)need, (unsigned long long)total, queued,
+			    strerror(errno));
 	return 0;
 }
 

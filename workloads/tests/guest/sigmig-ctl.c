@@ -4,11 +4,47 @@
  * prints the reply's JSON line, writes image bytes (DUMP/PEEK) to FILE.
  * Exit status: 0 if the reply says "ok":true, 1 if it says false, 2 on a
  * transport error.
+ * sigmig-ctl --inspect IMAGE: decode an image file and print a JSON summary
+ * (exit 1 and the decoder's reason if it is invalid).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sigmig/ctl.h>
+#include <sigmig/image.h>
+
+static int inspect(const char *path)
+{
+	static uint8_t buf[64 << 20];
+	struct sigmig_image img;
+	char err[256];
+	size_t len;
+	uint32_t i, timer_entries = 0;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		perror(path);
+		return 2;
+	}
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (sigmig_image_decode(buf, len, &img, err, sizeof(err))) {
+		printf("{\"valid\":false,\"error\":\"%s\"}\n", err);
+		return 1;
+	}
+	for (i = 0; i < img.shared.count; i++)
+		timer_entries += img.shared.entries[i].bytes[8] == 0xfe;	/* SI_TIMER */
+	printf("{\"valid\":true,\"program\":\"%s\",\"pid\":%d,\"total\":%llu,\"shared\":%u,\"shared_timer_entries\":%u,\"timers\":%u,\"threads\":[",
+	       img.program, img.pid, (unsigned long long)sigmig_image_pending_total(&img),
+	       img.shared.count, timer_entries, img.ntimers);
+	for (i = 0; i < img.nthreads; i++)
+		printf("%s{\"index\":%u,\"pending\":%u,\"blocked\":\"%016llx\"}", i ? "," : "",
+		       img.threads[i].index, img.threads[i].pending.count,
+		       (unsigned long long)img.threads[i].blocked);
+	printf("]}\n");
+	sigmig_image_free(&img);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -19,6 +55,8 @@ int main(int argc, char **argv)
 	char *json = NULL;
 	FILE *f;
 
+	if (argc == 3 && !strcmp(argv[1], "--inspect"))
+		return inspect(argv[2]);
 	if (argc < 3) {
 		fprintf(stderr, "usage: sigmig-ctl SOCKET VERB [--out FILE] [--timeout MS]\n");
 		return 2;

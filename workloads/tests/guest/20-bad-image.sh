@@ -1,0 +1,65 @@
+#!/bin/sh
+# A corrupt, a truncated and a foreign image are refused cleanly (exit 3,
+# one-line reason, nothing delivered); the frozen original is thawed
+# (abort) and stays intact: its verdict is clean.
+cd "$(dirname "$0")" && . ./lib.sh
+WORK=/tmp/wl-bad
+rm -rf $WORK && mkdir -p $WORK
+SOCK=/run/sigmig/bad.sock
+SOCK2=/run/sigmig/bad-restore.sock
+
+start_storm $SOCK $WORK/ledger.1
+ok $? "sigstorm started"
+echo $STORM_PID > $WORK/pid
+start_sender $WORK/pid $WORK/send.log
+sleep 2
+sigmig-ctl $SOCK FREEZE >/dev/null
+ok $? "FREEZE"
+sleep 1
+pause_sender $WORK/send.log
+reply=$(sigmig-ctl $SOCK DUMP --out $WORK/image)
+ok $? "DUMP: $reply"
+size=$(wc -c < $WORK/image)
+
+cp $WORK/image $WORK/corrupt
+printf '\377' | dd of=$WORK/corrupt bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+head -c $((size - 200)) $WORK/image > $WORK/truncated
+cp $WORK/image $WORK/foreign
+printf '\267\000' | dd of=$WORK/foreign bs=1 seek=16 conv=notrunc 2>/dev/null	# e_machine 183
+
+try_restore() {	# try_restore NAME IMAGE EXPECTED_TEXT
+	rm -f $WORK/err $WORK/ledger.$1
+	sigstorm --restore "$2" --ctl $SOCK2 --ledger $WORK/ledger.$1 --threads 4 2>$WORK/err
+	rc=$?
+	msg=$(cat $WORK/err)
+	[ $rc -eq 3 ] && [ "$(wc -l < $WORK/err)" -eq 1 ] && grep -q "$3" $WORK/err &&
+		! grep -q '^D' $WORK/ledger.$1 2>/dev/null
+	ok $? "$1 image refused: rc=$rc: $msg"
+}
+try_restore corrupt $WORK/corrupt "checksum mismatch"
+try_restore truncated $WORK/truncated "truncated"
+try_restore foreign $WORK/foreign "foreign architecture"
+
+status_is $SOCK frozen
+ok $? "original still frozen after the refused restores"
+reply=$(sigmig-ctl $SOCK PEEK --out $WORK/image.again)
+ok $? "PEEK of the frozen original: $reply"
+cmp -s $WORK/image.again $WORK/image
+rc=$?
+# the header's creation time differs: compare the decoded summaries instead
+a=$(sigmig-ctl --inspect $WORK/image | sed 's/"pid":[0-9]*//')
+b=$(sigmig-ctl --inspect $WORK/image.again | sed 's/"pid":[0-9]*//')
+[ "$a" = "$b" ]
+ok $? "queues unchanged by the refused restores (cmp=$rc)"
+sigmig-ctl $SOCK THAW >/dev/null && status_is $SOCK running
+ok $? "THAW: original running again"
+kill -USR2 $SENDER_PID
+sleep 2
+kill -TERM $SENDER_PID
+wait_until 10 exited $SENDER_PID
+wait_until 60 settled $WORK/ledger.1
+verdict() { sigledger --log $WORK/send.log --ledger $WORK/ledger.1; }
+wait_until 60 verdict
+v=$(verdict)
+ok $? "original intact: $v"
+finish

@@ -1,0 +1,92 @@
+# Shared helpers for the workloads guest tests (busybox sh). Sourced.
+set -u
+PATH=/sigmig/bin:$PATH
+TAP_N=0
+TAP_FAILED=0
+PIDS=""
+
+ok() {	# ok COND_STATUS NAME: status 0 = pass
+	TAP_N=$((TAP_N + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $TAP_N - $2"
+	else
+		echo "not ok $TAP_N - $2"
+		TAP_FAILED=1
+	fi
+}
+
+note() { echo "# $*"; }
+
+finish() {
+	cleanup
+	echo "1..$TAP_N"
+	exit $TAP_FAILED
+}
+
+cleanup() {
+	for p in $PIDS; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	PIDS=""
+}
+trap cleanup EXIT INT TERM
+
+track() { PIDS="$PIDS $1"; }
+
+# wait_until SECONDS COMMAND...: poll every 0.2 s
+wait_until() {
+	local limit=$(( $1 * 5 )) i=0
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -ge $limit ] && return 1
+		sleep 0.2
+	done
+	return 0
+}
+
+json_field() {	# json_field NAME < json
+	sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" | tr -d '"'
+}
+
+status_is() {	# status_is SOCK STATE
+	sigmig-ctl "$1" STATUS 2>/dev/null | grep -q "\"state\":\"$2\""
+}
+
+exited() { ! kill -0 "$1" 2>/dev/null; }
+
+# start_storm SOCK LEDGER [extra args]: sets STORM_PID
+start_storm() {
+	local sock=$1 ledger=$2
+	shift 2
+	sigstorm --threads 4 --ctl "$sock" --ledger "$ledger" "$@" 2>>"$WORK/storm.err" &
+	STORM_PID=$!
+	track $STORM_PID
+	wait_until 20 status_is "$sock" running
+}
+
+# pause_sender LOG: SIGUSR1, then wait for its N-th "P" line
+pause_sender() {
+	local before
+	before=$(grep -c '^P' "$1")
+	kill -USR1 "$SENDER_PID"
+	wait_until 20 sh -c "[ \$(grep -c '^P' '$1') -gt $before ]"
+}
+
+# settled LEDGER: no new line for a second
+settled() {
+	local a b
+	a=$(wc -l < "$1")
+	sleep 1
+	b=$(wc -l < "$1")
+	[ "$a" -eq "$b" ]
+}
+
+# start_sender PIDFILE LOG [extra args]: sets SENDER_PID
+start_sender() {
+	local pidfile=$1 log=$2
+	shift 2
+	sigsend --pid-file "$pidfile" --log "$log" --rate 0 "$@" 2>>"$WORK/send.err" &
+	SENDER_PID=$!
+	track $SENDER_PID
+}

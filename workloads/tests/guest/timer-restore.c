@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * timer-restore: a pending SI_TIMER survives a checkpoint/restore with a
+ * valid si_timerid and its overrun.
+ *
+ * Original (no --restore): leaves timer ids 0 and 2 free (created, then
+ * deleted), creates a one-shot timer T (id 3) on TSIG and a periodic timer
+ * P (id 4) on PSIG, both signals blocked. T fires three times while its
+ * signal is pending, so the queued entry carries si_overrun = 2. Writes
+ * "T P" to --state and waits to be checkpointed.
+ * Restored (--restore IMAGE): reads the ids from --state, unblocks, and
+ * checks the deliveries (TAP on stdout): T's si_timerid, sival and overrun,
+ * the timer ids alive (1, 3, 4) and the fillers gone (0, 2), P firing again.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <sigmig/runtime.h>
+
+#define TSIG	(SIGRTMIN + 5)
+#define PSIG	(SIGRTMIN + 6)
+#define TVAL	0xfeedull
+#define PVAL	0xbeefull
+
+static volatile int got_t, got_p, t_id = -1, t_overrun = -1, p_id = -1;
+static volatile unsigned long long t_val;
+static int n, failed;
+
+static void ok(int cond, const char *what)
+{
+	printf("%sok %d - timer-restore: %s\n", cond ? "" : "not ", ++n, what);
+	failed |= !cond;
+	fflush(stdout);
+}
+
+static void on_timer(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (sig == TSIG && !got_t) {
+		t_id = si->si_timerid;
+		t_overrun = si->si_overrun;
+		t_val = (unsigned long long)(uintptr_t)si->si_value.sival_ptr;
+		got_t = 1;
+	} else if (sig == PSIG) {
+		p_id = si->si_timerid;
+		got_p++;
+	}
+}
+
+static int mk_timer(int signo, unsigned long long val)
+{
+	struct sigevent sev;
+	int id;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = signo;
+	sev.sigev_value.sival_ptr = (void *)(uintptr_t)val;
+	if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev, &id))
+		return -1;
+	return id;
+}
+
+static void arm(int id, long value_ms, long interval_ms)
+{
+	struct itimerspec its = { { interval_ms / 1000, (interval_ms % 1000) * 1000000 },
+				  { value_ms / 1000, (value_ms % 1000) * 1000000 } };
+
+	syscall(SYS_timer_settime, id, 0, &its, NULL);
+}
+
+static int original(const char *state)
+{
+	int a, b, c, t, p, i;
+	FILE *f;
+
+	a = mk_timer(PSIG, 1);
+	b = mk_timer(PSIG, 2);
+	c = mk_timer(PSIG, 3);
+	syscall(SYS_timer_delete, a);
+	syscall(SYS_timer_delete, c);
+	(void)b;
+	t = mk_timer(TSIG, TVAL);
+	p = mk_timer(PSIG, PVAL);
+	for (i = 0; i < 3; i++) {	/* re-arming while pending bumps si_overrun */
+		arm(t, 1, 0);
+		usleep(30000);
+	}
+	arm(p, 100, 100);
+	f = fopen(state, "w");
+	if (!f)
+		return 2;
+	fprintf(f, "%d %d\n", t, p);
+	fclose(f);
+	for (;;)
+		pause();
+}
+
+static int timer_exists(int id)
+{
+	struct itimerspec its;
+
+	return syscall(SYS_timer_gettime, id, &its) == 0;
+}
+
+static int restored(const char *state)
+{
+	int t = -1, p = -1, i;
+	sigset_t set;
+	char msg[160];
+	FILE *f = fopen(state, "r");
+
+	if (!f || fscanf(f, "%d %d", &t, &p) != 2)
+		return 2;
+	fclose(f);
+	ok(timer_exists(t) && timer_exists(p) && timer_exists(1), "timer ids 1, T and P exist after restore");
+	ok(!timer_exists(0) && !timer_exists(2), "filler ids 0 and 2 were deleted");
+	sigemptyset(&set);
+	sigaddset(&set, TSIG);
+	sigaddset(&set, PSIG);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	for (i = 0; i < 300 && (!got_t || got_p < 2); i++)
+		usleep(10000);
+	snprintf(msg, sizeof(msg), "pending SI_TIMER delivered: si_timerid %d (want %d), sival 0x%llx, si_overrun %d (want 2)",
+		 t_id, t, t_val, t_overrun);
+	ok(got_t && t_id == t && t_val == TVAL && t_overrun == 2, msg);
+	snprintf(msg, sizeof(msg), "periodic timer P fires after restore: %d deliveries, si_timerid %d (want %d)",
+		 got_p, p_id, p);
+	ok(got_p >= 2 && p_id == p, msg);
+	printf("1..%d\n", n);
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "ctl", 1, 0, 'c' }, { "restore", 1, 0, 'r' }, { "state", 1, 0, 's' },
+		{ "ledger", 1, 0, 'l' }, { 0, 0, 0, 0 } };
+	struct sigmig_runtime_opts ro = { .program = "timer-restore", .nthreads = 1 };
+	const char *state = NULL;
+	sigset_t set;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (c == 'c')
+			ro.ctl_path = optarg;
+		else if (c == 'r')
+			ro.restore_image = optarg;
+		else if (c == 's')
+			state = optarg;
+		else if (c != 'l')
+			return 2;
+	}
+	if (!ro.ctl_path || !state)
+		return 2;
+	sigemptyset(&set);
+	sigaddset(&set, TSIG);
+	sigaddset(&set, PSIG);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	sigmig_install_handler(TSIG, "on_timer", on_timer, SA_RESTART, NULL);
+	sigmig_install_handler(PSIG, "on_timer", on_timer, SA_RESTART, NULL);
+	ret = sigmig_runtime_start(&ro);
+	if (ret) {
+		fprintf(stderr, "timer-restore: runtime: %s\n", strerror(-ret));
+		return 2;
+	}
+	ret = sigmig_thread_register(0);
+	if (ret)
+		return 2;
+	return ro.restore_image ? restored(state) : original(state);
+}

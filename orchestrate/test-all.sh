@@ -123,6 +123,10 @@ summary() {
 
 main() {
 	mkdir -p "$LOGS"
+	# build/logs is shared: two concurrent runs would count each other's logs.
+	exec 7>"$LOGS/.make-test.lock"
+	flock -n 7 || { echo "waiting for another make test to finish" >&2; flock -w 7200 7; } ||
+		{ echo "another make test holds $LOGS/.make-test.lock" >&2; exit 1; }
 	rm -f "$LOGS/infra.tap"
 	if build_kernel && build_initramfs; then
 		host_checks

@@ -122,12 +122,12 @@ preflight() {
 	done
 	say "A: $(caps_line a)"
 	say "B: $(caps_line b)"
-	jq -e '.interface // .signalfd_raw // .sfd_raw // false' "$out/capabilities-a.json" >/dev/null ||
+	jq -e "$JQ_DEFS"' has_interface' "$out/capabilities-a.json" >/dev/null ||
 		die "the source kernel lacks the pending-signal interface: nothing to migrate from"
 }
 
 caps_line() {
-	jq -r '"kernel \(.kernel_release // .kernel // "?"), interface \(.interface // .signalfd_raw // .sfd_raw // false), agent \(.agent_version // .version // "?")"' \
+	jqr '"kernel \(kernel_release), interface \(has_interface), agent \(.agent_version // .version // "?")"' \
 		"$out/capabilities-$1.json"
 }
 
@@ -136,6 +136,8 @@ caps_line() {
 JQ_DEFS='
 def recs: if type == "array" then . elif type == "object" then (.signals // .pending // .records // .entries // []) else [] end;
 def thread_queue: (.private // .pending // .signals // .queue // .records);
+def has_interface: (.migration // .signalfd.sfd_raw // .interface // false);
+def kernel_release: (if (.kernel | type) == "object" then .kernel.release else (.kernel_release // .kernel) end // "?");
 def pending_total: if (.total? | type) == "number" then .total
 	else ([.threads[]? | thread_queue | recs | length] | add // 0) + ((.shared // .process // .group) | recs | length) end;
 '
@@ -241,7 +243,7 @@ after_ok() {
 	if api_a GET "/v1/workloads/$STORM_A" >"$out/original-a.json" 2>/dev/null; then
 		local st
 		st=$(jq -r '.state' "$out/original-a.json")
-		case "$st" in exited|committed|stopped|gone) ;; *) FAILURES+=("the original on A is still '$st' after a confirmed move") ;; esac
+		case "$st" in migrated|exited|committed|stopped|gone) ;; *) FAILURES+=("the original on A is still '$st' after a confirmed move") ;; esac
 	fi
 	run_sender "$to" "$token_to" b "$PID_B" "$after" 3 2000
 	say "$after more signals sent to the moved process on B"
@@ -322,8 +324,19 @@ ledger_extra() {
 		'{delivered_a: $a, delivered_b: $b, migrated: $m}'
 }
 
+# Every file the result embeds must be JSON, even after a failure.
+json_or_empty() {
+	local f
+	for f in "$@"; do
+		jq -e . "$f" >/dev/null 2>&1 && continue
+		jq -cn --arg text "$(head -c 2000 "$f" 2>/dev/null)" '{unparsed: $text}' >"$f"
+	done
+}
+
 write_result() {
 	local failures_json
+	json_or_empty "$out/capabilities-a.json" "$out/capabilities-b.json" "$out/before.json" \
+		"$out/$AFTER_FILE" "$out/migrate.json" "$out/ledger.json"
 	failures_json=$(printf '%s\n' "${FAILURES[@]}" | jq -R . | jq -cs 'map(select(. != ""))')
 	jq -n \
 		--arg from "$from" --arg to "$to" --arg target "$target" --arg expect "$expect" --arg fault "$fault" \
@@ -333,9 +346,9 @@ write_result() {
 		--slurpfile migrate "$out/migrate.json" --slurpfile ledger "$out/ledger.json" \
 		--argjson extra "$(ledger_extra)" --argjson failures "$failures_json" \
 		--arg status "$MIGRATE_STATUS" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
-		'{version: 1, expect: $expect, fault: $fault, threads: $threads, signals: $signals,
-		  from: {url: $from, label: "A", kernel: ($capa[0].kernel_release // $capa[0].kernel // "?"), capabilities: $capa[0]},
-		  to: {url: $to, target: $target, label: "B", kernel: ($capb[0].kernel_release // $capb[0].kernel // "?"), capabilities: $capb[0]},
+		"$JQ_DEFS"'{version: 1, expect: $expect, fault: $fault, threads: $threads, signals: $signals,
+		  from: {url: $from, label: "A", kernel: ($capa[0] | kernel_release), capabilities: $capa[0]},
+		  to: {url: $to, target: $target, label: "B", kernel: ($capb[0] | kernel_release), capabilities: $capb[0]},
 		  workload_a: {program: "sigstorm", pid: $pid_a}, workload_b: {program: "sigstorm", pid: $pid_b},
 		  before: $before[0], after: $after[0], migrate: ($migrate[0] // {}), migrate_status: $status,
 		  ledger: $ledger[0], ledger_extra: $extra, failures: $failures}' >"$out/result.json.tmp"

@@ -58,7 +58,7 @@ fi
 if [ -n "${KERNEL_STOCK:-}" ]; then
 	run_case stock-b --kernel-b "$KERNEL_STOCK" -- --signals "$SIGNALS" --expect rollback \
 		--fault "B's kernel lacks the interface" --migrate-timeout-ms "$TIMEOUT_MS"
-	[ "$(result '.to.capabilities | (.interface // .signalfd_raw // .sfd_raw // false)')" = false ]
+	[ "$(result '.to.capabilities | (.migration // .signalfd.sfd_raw // false)')" = false ]
 	tap $? "stock B: its agent reports the interface as missing"
 	rollback_checks "B without the interface"
 else

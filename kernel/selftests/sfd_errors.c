@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Every bad argument of the extended signalfd interface, and the fact that
+ * pread() works only through FMODE_PREAD: the file position never moves and
+ * read() keeps dequeuing after peeks and seeks.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "sfd_common.h"
+
+#define SHARED	SFD_SHARED_QUEUE_OFFSET
+#define PRIV	SFD_PER_THREAD_QUEUE_OFFSET
+
+static const int mode_flags[] = {
+	0, SFD_RAW, SFD_GROUP, SFD_PRIVATE, SFD_GROUP | SFD_PRIVATE,
+	SFD_RAW | SFD_GROUP, SFD_RAW | SFD_PRIVATE,
+	SFD_RAW | SFD_GROUP | SFD_PRIVATE,
+};
+
+/* The syscall itself: glibc's annotations reject deliberately bad buffers. */
+static long raw_pread(int fd, void *buf, size_t count, long long off)
+{
+	return syscall(SYS_pread64, fd, buf, count, off);
+}
+
+static void rtmin_mask(sigset_t *m)
+{
+	sigemptyset(m);
+	sigaddset(m, SIGRTMIN);
+	sigaddset(m, SIGUSR1);
+}
+
+static int open_rtmin(int flags)
+{
+	sigset_t m;
+
+	rtmin_mask(&m);
+	return sys_signalfd4(-1, &m, KERNEL_SIGSET_SIZE, flags);
+}
+
+/* EXPECT_ERRNO(errno, call[, printf-style context]) */
+#define EXPECT_ERRNO(err, call, ...) do {				\
+		long __ret;						\
+		int __err;						\
+		errno = 0;						\
+		__ret = (long)(call);					\
+		__err = errno;						\
+		EXPECT_EQ(-1, __ret) TH_LOG("" __VA_ARGS__);		\
+		EXPECT_EQ(err, __err) TH_LOG("" __VA_ARGS__);		\
+	} while (0)
+
+FIXTURE(errors)
+{
+	int fd;
+	unsigned char buf[8 * SIGINFO_SIZE];
+};
+
+FIXTURE_SETUP(errors)
+{
+	block_test_signals(SIG_BLOCK);
+	flush_all_signals();
+	self->fd = open_rtmin(SFD_RAW | SFD_NONBLOCK);
+	ASSERT_LE(0, self->fd) TH_LOG(SFD_MISSING_MSG);
+}
+
+FIXTURE_TEARDOWN(errors)
+{
+	close(self->fd);
+}
+
+static long shared_pending(int fd)
+{
+	unsigned char buf[16 * SIGINFO_SIZE];
+	ssize_t r = sfd_peek(fd, buf, 16, SHARED);
+
+	return r < 0 ? r : r / SIGINFO_SIZE;
+}
+
+TEST_F(errors, valid_flag_combinations_accepted)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(mode_flags); i++) {
+		int fd = open_rtmin(mode_flags[i] | SFD_CLOEXEC | SFD_NONBLOCK);
+
+		EXPECT_LE(0, fd) TH_LOG("flags %#x: %s", mode_flags[i], strerror(errno));
+		close(fd);
+	}
+}
+
+TEST_F(errors, unknown_flags_einval)
+{
+	static const int bad[] = {
+		1 /* O_WRONLY */, 2 /* O_RDWR */, O_CREAT, O_NOCTTY, O_TRUNC,
+		O_APPEND, O_DSYNC, O_SYNC, O_NOATIME, O_PATH, 0100000 /* O_LARGEFILE */,
+		O_NOFOLLOW, 1 << 30, (int)(1u << 31), -1,
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i]), "flags %#x", bad[i]);
+		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i] | SFD_RAW), "flags SFD_RAW|%#x", bad[i]);
+		EXPECT_ERRNO(EINVAL, sys_signalfd4(self->fd, NULL, 0, bad[i] | SFD_RAW), "existing fd, flags SFD_RAW|%#x", bad[i]);
+	}
+}
+
+TEST_F(errors, mode_is_fixed_at_creation)
+{
+	unsigned int i, j;
+	sigset_t m;
+
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR2);
+	for (i = 0; i < ARRAY_SIZE(mode_flags); i++) {
+		int fd = open_rtmin(mode_flags[i]);
+
+		ASSERT_LE(0, fd);
+		for (j = 0; j < ARRAY_SIZE(mode_flags); j++) {
+			if (i == j)
+				continue;
+			EXPECT_ERRNO(EINVAL, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE,
+							   mode_flags[j]), "created %#x, changed to %#x", mode_flags[i],
+				       mode_flags[j]);
+		}
+		/* Same mode: the mask may change; CLOEXEC/NONBLOCK ignored as ever. */
+		EXPECT_EQ(fd, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE, mode_flags[i]));
+		EXPECT_EQ(fd, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE,
+					    mode_flags[i] | SFD_NONBLOCK | SFD_CLOEXEC));
+		close(fd);
+	}
+}
+
+TEST_F(errors, mask_change_keeps_mode_and_applies)
+{
+	sigset_t m;
+
+	ASSERT_EQ(0, kill(getpid(), SIGUSR2));
+	EXPECT_EQ(0, shared_pending(self->fd));
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR2);
+	ASSERT_EQ(self->fd, sys_signalfd4(self->fd, &m, KERNEL_SIGSET_SIZE, SFD_RAW));
+	ASSERT_EQ(SIGINFO_SIZE, read(self->fd, self->buf, 8 * SIGINFO_SIZE));
+	/* Still raw: the record is a siginfo_t with si_code intact. */
+	EXPECT_EQ(SIGUSR2, ((siginfo_t *)self->buf)->si_signo);
+	EXPECT_EQ(SI_USER, ((siginfo_t *)self->buf)->si_code);
+	EXPECT_EQ(getpid(), ((siginfo_t *)self->buf)->si_pid);
+}
+
+TEST_F(errors, bad_sizemask_einval)
+{
+	static const size_t sizes[] = { 0, 1, 4, 7, 9, 16, 128 };
+	unsigned int i;
+	sigset_t m;
+
+	rtmin_mask(&m);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		EXPECT_ERRNO(EINVAL, sys_signalfd4(-1, &m, sizes[i], SFD_RAW), "sizemask %zu", sizes[i]);
+		EXPECT_ERRNO(EINVAL, sys_signalfd4(self->fd, &m, sizes[i], SFD_RAW), "existing fd, sizemask %zu", sizes[i]);
+	}
+}
+
+TEST_F(errors, count_below_one_record_einval)
+{
+	static const size_t counts[] = { 0, 1, 64, SIGINFO_SIZE - 1 };
+	unsigned int i;
+
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
+	for (i = 0; i < ARRAY_SIZE(counts); i++) {
+		EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, counts[i], SHARED), "pread count %zu", counts[i]);
+		EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, counts[i], PRIV), "pread count %zu", counts[i]);
+		EXPECT_ERRNO(EINVAL, read(self->fd, self->buf, counts[i]), "read count %zu", counts[i]);
+	}
+	EXPECT_EQ(1, shared_pending(self->fd));
+	/* A count that is not a multiple of 128 is rounded down. */
+	EXPECT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, 2 * SIGINFO_SIZE - 1, SHARED));
+}
+
+TEST_F(errors, negative_offset_einval)
+{
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, -1));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, -SHARED));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, LLONG_MIN));
+	EXPECT_EQ(1, shared_pending(self->fd));
+}
+
+TEST_F(errors, offset_plus_count_overflow_einval)
+{
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, 2 * SIGINFO_SIZE,
+				   LLONG_MAX - SIGINFO_SIZE));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, LLONG_MAX));
+	/* Just below the limit is a valid (empty) position. */
+	EXPECT_EQ(0, pread(self->fd, self->buf, SIGINFO_SIZE,
+			   LLONG_MAX - SIGINFO_SIZE));
+	EXPECT_EQ(1, shared_pending(self->fd));
+}
+
+TEST_F(errors, bad_buffers_efault)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *map;
+	sigset_t m;
+
+	rtmin_mask(&m);
+	EXPECT_ERRNO(EFAULT, sys_signalfd4(-1, NULL, KERNEL_SIGSET_SIZE, SFD_RAW));
+	EXPECT_ERRNO(EFAULT, sys_signalfd4(-1, (sigset_t *)1, KERNEL_SIGSET_SIZE,
+					   SFD_RAW));
+	EXPECT_ERRNO(EFAULT, sys_signalfd4(self->fd, NULL, KERNEL_SIGSET_SIZE,
+					   SFD_RAW));
+
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
+	EXPECT_ERRNO(EFAULT, raw_pread(self->fd, NULL, SIGINFO_SIZE, SHARED));
+	EXPECT_ERRNO(EFAULT, raw_pread(self->fd, (void *)-4096L, SIGINFO_SIZE, SHARED));
+	/* A failed peek consumed nothing. */
+	EXPECT_EQ(2, shared_pending(self->fd));
+
+	/* Room for one record before an inaccessible page: a short peek. */
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+	EXPECT_EQ(SIGINFO_SIZE, pread(self->fd, map + page - SIGINFO_SIZE,
+				      2 * SIGINFO_SIZE, SHARED));
+	EXPECT_EQ(1, ((siginfo_t *)(map + page - SIGINFO_SIZE))->si_value.sival_int);
+	EXPECT_ERRNO(EFAULT, pread(self->fd, map + page, SIGINFO_SIZE, SHARED));
+	EXPECT_EQ(2, shared_pending(self->fd));
+	munmap(map, 2 * page);
+}
+
+TEST_F(errors, not_a_signalfd)
+{
+	int p[2];
+	sigset_t m;
+
+	rtmin_mask(&m);
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_ERRNO(EINVAL, sys_signalfd4(p[0], &m, KERNEL_SIGSET_SIZE, 0));
+	EXPECT_ERRNO(EINVAL, sys_signalfd4(p[0], &m, KERNEL_SIGSET_SIZE, SFD_RAW));
+	EXPECT_ERRNO(EBADF, sys_signalfd4(100000, &m, KERNEL_SIGSET_SIZE, SFD_RAW));
+	/* Offsets on a pipe are refused by the VFS as before. */
+	EXPECT_ERRNO(ESPIPE, pread(p[0], self->buf, SIGINFO_SIZE, SHARED));
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * pread() works because the fd has FMODE_PREAD, not because the file has
+ * a meaningful position: it never moves, and read() still dequeues.
+ */
+TEST_F(errors, position_never_moves_read_still_dequeues)
+{
+	siginfo_t *si = (siginfo_t *)self->buf;
+
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 3));
+	ASSERT_EQ(3 * SIGINFO_SIZE, pread(self->fd, self->buf, 8 * SIGINFO_SIZE, SHARED + 0));
+	EXPECT_EQ(0, lseek(self->fd, 0, SEEK_CUR));
+	ASSERT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, SIGINFO_SIZE, SHARED + 2));
+	EXPECT_EQ(0, lseek(self->fd, 0, SEEK_CUR));
+
+	ASSERT_EQ(SIGINFO_SIZE, read(self->fd, self->buf, SIGINFO_SIZE));
+	EXPECT_EQ(1, si->si_value.sival_int);
+	EXPECT_EQ(2, shared_pending(self->fd));
+
+	/* A seek attempt changes nothing either. */
+	lseek(self->fd, SHARED, SEEK_SET);
+	EXPECT_EQ(0, lseek(self->fd, 0, SEEK_CUR));
+	ASSERT_EQ(SIGINFO_SIZE, read(self->fd, self->buf, SIGINFO_SIZE));
+	EXPECT_EQ(2, si->si_value.sival_int);
+	EXPECT_EQ(1, shared_pending(self->fd));
+
+	/* pread at offset 0 is an ordinary dequeuing read. */
+	ASSERT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, SIGINFO_SIZE, 0));
+	EXPECT_EQ(3, si->si_value.sival_int);
+	EXPECT_EQ(0, shared_pending(self->fd));
+	EXPECT_ERRNO(EAGAIN, read(self->fd, self->buf, SIGINFO_SIZE));
+}
+
+TEST_F(errors, peek_on_empty_blocking_fd_returns_zero)
+{
+	int fd = open_rtmin(SFD_RAW);
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, pread(fd, self->buf, SIGINFO_SIZE, SHARED));
+	EXPECT_EQ(0, pread(fd, self->buf, SIGINFO_SIZE, PRIV));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pread() on a signalfd and PTRACE_PEEKSIGINFO read the same queues: a
+ * tracee peeks its own per-thread and process-wide queues through a
+ * SFD_RAW signalfd, then a tracer reads them with PTRACE_PEEKSIGINFO in
+ * batches of 32 (as CRIU does). Both must return the same records, byte for
+ * byte, including SI_TIMER records of periodic timers, whose kernel-internal
+ * si_sys_private neither interface may expose. Neither reader consumes
+ * anything.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "sfd_common.h"
+
+#define PRIV		SFD_PER_THREAD_QUEUE_OFFSET
+#define SHARED		SFD_SHARED_QUEUE_OFFSET
+#define MAXREC		512
+#define NSHARED_RT	100	/* more than a few ptrace batches */
+#define NPRIV_RT	70
+#define PTRACE_BATCH	32
+
+#define SIG_SHARED_RT	(SIGRTMIN)
+#define SIG_PRIV_RT	(SIGRTMIN + 1)
+#define SIG_TIMER_SH	(SIGRTMIN + 2)
+#define SIG_TIMER_TH	(SIGRTMIN + 3)
+
+/* What the tracee saw with pread, shared with the tracer. */
+struct peeked {
+	ssize_t n[2];				/* [0] per-thread, [1] shared */
+	unsigned char rec[2][MAXREC * SIGINFO_SIZE];
+};
+
+struct tracee_shm {
+	struct peeked before;	/* before the tracer looked */
+	struct peeked after;	/* after it detached */
+	char error[128];
+};
+
+static int start_timer(int sig, int thread_directed, timer_t *t)
+{
+	struct itimerspec its = { { 0, 1000000 }, { 0, 1000000 } };
+	struct sigevent sev;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = thread_directed ? SIGEV_THREAD_ID : SIGEV_SIGNAL;
+	sev.sigev_signo = sig;
+	sev.sigev_value.sival_int = sig;
+	sev.sigev_notify_thread_id = sys_gettid();
+	if (timer_create(CLOCK_MONOTONIC, &sev, t))
+		return -1;
+	if (timer_settime(*t, 0, &its, NULL))
+		return -1;
+	return wait_pending(sig, 5000) ? 0 : -1;
+}
+
+static int fill_queues(void)
+{
+	struct timespec overrun = { 0, 20000000 };
+	timer_t tsh, tth;
+	siginfo_t si;
+	int i;
+
+	if (start_timer(SIG_TIMER_SH, 0, &tsh) ||
+	    start_timer(SIG_TIMER_TH, 1, &tth))
+		return -1;
+	/* Periodic timers keep expiring while their signal is queued. */
+	nanosleep(&overrun, NULL);
+	if (kill(getpid(), SIGUSR1) || sys_tgkill(getpid(), sys_gettid(), SIGUSR2))
+		return -1;
+	si_init(&si, SIGSEGV, SEGV_ACCERR);
+	si.si_addr = (void *)(uintptr_t)0xabc000;
+	if (sys_rt_sigqueueinfo(getpid(), SIGSEGV, &si))
+		return -1;
+	si_init(&si, SIGBUS, BUS_ADRERR);
+	si.si_addr = (void *)(uintptr_t)0xdef000;
+	if (sys_rt_tgsigqueueinfo(getpid(), sys_gettid(), SIGBUS, &si))
+		return -1;
+	for (i = 0; i < NSHARED_RT; i++)
+		if (q_shared(SIG_SHARED_RT, i))
+			return -1;
+	for (i = 0; i < NPRIV_RT; i++)
+		if (q_private(SIG_PRIV_RT, i))
+			return -1;
+	return 0;
+}
+
+static int peek_both(struct peeked *p)
+{
+	sigset_t all;
+	int fd, q;
+
+	sigfillset(&all);
+	fd = sys_signalfd4(-1, &all, KERNEL_SIGSET_SIZE, SFD_RAW | SFD_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	for (q = 0; q < 2; q++) {
+		memset(p->rec[q], 0xa5, sizeof(p->rec[q]));
+		p->n[q] = peek_all(fd, q ? SHARED : PRIV, p->rec[q], MAXREC, 4096);
+	}
+	close(fd);
+	return p->n[0] < 0 || p->n[1] < 0 ? -1 : 0;
+}
+
+static void tracee(struct tracee_shm *shm, int ready_fd, int go_fd)
+{
+	char c = 'r';
+
+	block_test_signals(SIG_BLOCK);
+	flush_all_signals();
+	if (raise_sigpending(4096) || fill_queues()) {
+		snprintf(shm->error, sizeof(shm->error), "fill: %s", strerror(errno));
+		_exit(1);
+	}
+	if (peek_both(&shm->before)) {
+		snprintf(shm->error, sizeof(shm->error), "peek: %s", strerror(errno));
+		_exit(1);
+	}
+	if (write(ready_fd, &c, 1) != 1)
+		_exit(1);
+	/* The tracer interrupts us here and reads the queues. */
+	while (read(go_fd, &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(peek_both(&shm->after) ? 1 : 0);
+}
+
+/* Reads a whole queue of @pid with PTRACE_PEEKSIGINFO, @nr at a time. */
+static ssize_t ptrace_peek_all(pid_t pid, int shared, unsigned char *buf,
+			       size_t max, unsigned int nr)
+{
+	struct __ptrace_peeksiginfo_args args = {
+		.flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0,
+		.nr = nr,
+	};
+	size_t got = 0;
+	long r;
+
+	memset(buf, 0x5a, max * SIGINFO_SIZE);
+	while (got + nr <= max) {
+		args.off = got;
+		r = ptrace(PTRACE_PEEKSIGINFO, pid, &args, buf + got * SIGINFO_SIZE);
+		if (r < 0)
+			return -1;
+		if (!r)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+FIXTURE(ptrace)
+{
+	struct tracee_shm *shm;
+	pid_t pid;
+	int go[2];
+	int attached;
+	unsigned char buf[MAXREC * SIGINFO_SIZE];
+};
+
+FIXTURE_SETUP(ptrace)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	int ready[2], status;
+	char c;
+
+	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
+	self->shm = mmap(NULL, sizeof(*self->shm), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->shm);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(self->go));
+	self->pid = fork();
+	ASSERT_LE(0, self->pid);
+	if (self->pid == 0) {
+		close(ready[0]);
+		close(self->go[1]);
+		tracee(self->shm, ready[1], self->go[0]);
+	}
+	close(ready[1]);
+	close(self->go[0]);
+	pfd.fd = ready[0];
+	ASSERT_EQ(1, poll(&pfd, 1, 30000)) TH_LOG("tracee never got ready");
+	ASSERT_EQ(1, read(ready[0], &c, 1)) TH_LOG("tracee: %s", self->shm->error);
+	close(ready[0]);
+
+	ASSERT_EQ(0, ptrace(PTRACE_SEIZE, self->pid, 0, 0));
+	self->attached = 1;
+	ASSERT_EQ(0, ptrace(PTRACE_INTERRUPT, self->pid, 0, 0));
+	ASSERT_EQ(self->pid, waitpid(self->pid, &status, __WALL));
+	ASSERT_TRUE(WIFSTOPPED(status));
+}
+
+FIXTURE_TEARDOWN(ptrace)
+{
+	if (self->attached)
+		ptrace(PTRACE_DETACH, self->pid, 0, 0);
+	close(self->go[1]);
+	kill(self->pid, SIGKILL);
+	waitpid(self->pid, NULL, __WALL);
+	munmap(self->shm, sizeof(*self->shm));
+}
+
+static int records_equal(const unsigned char *exp, const unsigned char *got,
+			 ssize_t n, const char *what)
+{
+	ssize_t i;
+	int bad = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!siginfo_cmp(what, exp + i * SIGINFO_SIZE, got + i * SIGINFO_SIZE))
+			continue;
+		printf("#  ^ record %zd\n", i);
+		if (++bad > 4)
+			break;
+	}
+	return bad;
+}
+
+static const siginfo_t *find_code(const unsigned char *buf, ssize_t n,
+				  int sig, int code)
+{
+	ssize_t i;
+
+	for (i = 0; i < n; i++) {
+		const siginfo_t *si = (const siginfo_t *)(buf + i * SIGINFO_SIZE);
+
+		if (si->si_signo == sig && si->si_code == code)
+			return si;
+	}
+	return NULL;
+}
+
+static void compare_queue(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(ptrace) *self, int shared,
+			  ssize_t expect_n, int timer_sig)
+{
+	const struct peeked *p = &self->shm->before;
+	const siginfo_t *timer;
+	ssize_t n;
+
+	ASSERT_EQ(expect_n, p->n[shared]);
+	n = ptrace_peek_all(self->pid, shared, self->buf, MAXREC, PTRACE_BATCH);
+	ASSERT_EQ(p->n[shared], n) TH_LOG("PTRACE_PEEKSIGINFO: %s", strerror(errno));
+	EXPECT_EQ(0, records_equal(p->rec[shared], self->buf, n, "pread vs ptrace"));
+
+	timer = find_code(self->buf, n, timer_sig, SI_TIMER);
+	ASSERT_NE(NULL, timer);
+	EXPECT_EQ(timer_sig, timer->si_value.sival_int);
+	EXPECT_EQ(0, si_sys_private(timer)) TH_LOG("PTRACE_PEEKSIGINFO leaks si_sys_private");
+	timer = find_code(p->rec[shared], n, timer_sig, SI_TIMER);
+	ASSERT_NE(NULL, timer);
+	EXPECT_EQ(0, si_sys_private(timer));
+}
+
+/* Timer, tgkill, SIGBUS fault and the RT signals. */
+TEST_F(ptrace, per_thread_queue_identical)
+{
+	compare_queue(_metadata, self, 0, 3 + NPRIV_RT, SIG_TIMER_TH);
+}
+
+/* Timer, kill, SIGSEGV fault and the RT signals. */
+TEST_F(ptrace, shared_queue_identical)
+{
+	compare_queue(_metadata, self, 1, 3 + NSHARED_RT, SIG_TIMER_SH);
+}
+
+/* Both count from the head of the queue: any window matches. */
+TEST_F(ptrace, windows_at_offsets_identical)
+{
+	static const struct { unsigned int off, nr; } win[] = {
+		{ 0, 1 }, { 1, 7 }, { 31, 2 }, { 37, 10 }, { 64, 32 }, { 100, 32 },
+	};
+	const struct peeked *p = &self->shm->before;
+	struct __ptrace_peeksiginfo_args args;
+	unsigned int i;
+	int shared;
+
+	for (shared = 0; shared < 2; shared++) {
+		for (i = 0; i < ARRAY_SIZE(win); i++) {
+			long want = p->n[shared] - (long)win[i].off;
+			long r;
+
+			if (want > (long)win[i].nr)
+				want = win[i].nr;
+			if (want < 0)
+				want = 0;
+			args.off = win[i].off;
+			args.nr = win[i].nr;
+			args.flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0;
+			r = ptrace(PTRACE_PEEKSIGINFO, self->pid, &args, self->buf);
+			ASSERT_EQ(want, r) TH_LOG("queue %d off %u", shared, win[i].off);
+			EXPECT_EQ(0, records_equal(p->rec[shared] + win[i].off * SIGINFO_SIZE,
+						   self->buf, r, "pread vs ptrace window"));
+		}
+	}
+}
+
+/* Neither reader consumed anything: the tracee sees the same queues. */
+TEST_F(ptrace, nothing_consumed)
+{
+	const struct tracee_shm *shm = self->shm;
+	int status, q;
+
+	ASSERT_LT(0, ptrace_peek_all(self->pid, 1, self->buf, MAXREC, PTRACE_BATCH));
+	ASSERT_EQ(0, ptrace(PTRACE_DETACH, self->pid, 0, 0));
+	self->attached = 0;
+	ASSERT_EQ(1, write(self->go[1], "g", 1));
+	ASSERT_EQ(self->pid, waitpid(self->pid, &status, __WALL));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	for (q = 0; q < 2; q++) {
+		ASSERT_EQ(shm->before.n[q], shm->after.n[q]);
+		EXPECT_EQ(0, records_equal(shm->before.rec[q], shm->after.rec[q],
+					   shm->before.n[q], "pread before vs after"));
+	}
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "validate.h"
+
+enum {
+	OPT_LISTEN = 256,
+	OPT_PORT,
+	OPT_TOKEN,
+	OPT_TOKEN_FILE,
+	OPT_MAX_BODY,
+	OPT_MAX_IMAGE,
+	OPT_LOG_LEVEL,
+	OPT_BIN_DIR,
+	OPT_STATE_DIR,
+	OPT_RESTORE_TIMEOUT,
+	OPT_MAX_WORKLOADS,
+	OPT_MAX_CONNECTIONS,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "token", required_argument, NULL, OPT_TOKEN },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+	{ "max-image", required_argument, NULL, OPT_MAX_IMAGE },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "bin-dir", required_argument, NULL, OPT_BIN_DIR },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TIMEOUT },
+	{ "max-workloads", required_argument, NULL, OPT_MAX_WORKLOADS },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+void config_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sigmig-agent [options]\n"
+		"  --listen ADDR:PORT        bind address (default 0.0.0.0:8080)\n"
+		"  --port PORT               same as --listen 0.0.0.0:PORT\n"
+		"  --token TOKEN             bearer token for mutating endpoints\n"
+		"  --token-file FILE         read the token from FILE (first line)\n"
+		"                            (default: $SIGMIG_AGENT_TOKEN; none: open)\n"
+		"  --max-body BYTES          JSON body cap, K/M/G suffixes (default 64K)\n"
+		"  --max-image BYTES         image upload cap (default 256M)\n"
+		"  --log-level LEVEL         error|warn|info|debug (default info)\n"
+		"  --bin-dir DIR             programs that may be started (default /sigmig/bin)\n"
+		"  --state-dir DIR           sockets, ledgers, images (default /run/sigmig)\n"
+		"  --restore-timeout-ms MS   wait for a restore (default 120000)\n"
+		"  --max-workloads N         tracked workloads (default 64)\n"
+		"  --max-connections N       concurrent connections (default 64)\n"
+		"  --version, --help\n");
+}
+
+static void set_defaults(struct agent_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->listen_addr, "0.0.0.0");
+	cfg->port = 8080;
+	cfg->max_body = 64 << 10;
+	cfg->max_image = 256 << 20;
+	cfg->log_level = LOG_LVL_INFO;
+	cfg->bin_dir = "/sigmig/bin";
+	cfg->state_dir = "/run/sigmig";
+	cfg->restore_timeout_ms = 120000;
+	cfg->max_workloads = 64;
+	cfg->max_connections = 64;
+}
+
+static int set_token(struct agent_config *cfg, const char *token)
+{
+	free(cfg->token);
+	cfg->token = NULL;
+	if (!token || !*token)
+		return 0;
+	cfg->token = strdup(token);
+	return cfg->token ? 0 : -1;
+}
+
+static int read_token_file(struct agent_config *cfg, const char *path,
+			   char *err, size_t errlen)
+{
+	char line[512];
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	line[strcspn(line, "\r\n")] = '\0';
+	if (!*line) {
+		snprintf(err, errlen, "--token-file %s: empty", path);
+		return -1;
+	}
+	return set_token(cfg, line);
+}
+
+static int parse_uint(const char *text, unsigned int min, unsigned int max,
+		      unsigned int *out)
+{
+	uint64_t v;
+
+	if (parse_size(text, &v) || v < min || v > max)
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *opt, const char *value)
+{
+	snprintf(err, errlen, "invalid value for --%s: '%s'", opt, value);
+	return -1;
+}
+
+static int apply_option(struct agent_config *cfg, int opt, const char *arg,
+			char *err, size_t errlen)
+{
+	switch (opt) {
+	case OPT_LISTEN:
+		if (parse_listen(arg, cfg->listen_addr, sizeof(cfg->listen_addr),
+				 &cfg->port))
+			return bad(err, errlen, "listen", arg);
+		return 0;
+	case OPT_PORT:
+		if (parse_listen(arg, cfg->listen_addr, sizeof(cfg->listen_addr),
+				 &cfg->port) || strchr(arg, ':'))
+			return bad(err, errlen, "port", arg);
+		return 0;
+	case OPT_TOKEN:
+		return set_token(cfg, arg);
+	case OPT_TOKEN_FILE:
+		return read_token_file(cfg, arg, err, errlen);
+	case OPT_MAX_BODY:
+		if (parse_size(arg, &cfg->max_body) || cfg->max_body == 0)
+			return bad(err, errlen, "max-body", arg);
+		return 0;
+	case OPT_MAX_IMAGE:
+		if (parse_size(arg, &cfg->max_image) || cfg->max_image == 0)
+			return bad(err, errlen, "max-image", arg);
+		return 0;
+	case OPT_LOG_LEVEL:
+		if (log_parse_level(arg, &cfg->log_level))
+			return bad(err, errlen, "log-level", arg);
+		return 0;
+	case OPT_BIN_DIR:
+		cfg->bin_dir = arg;
+		return 0;
+	case OPT_STATE_DIR:
+		cfg->state_dir = arg;
+		return 0;
+	case OPT_RESTORE_TIMEOUT:
+		if (parse_uint(arg, 100, 3600000, &cfg->restore_timeout_ms))
+			return bad(err, errlen, "restore-timeout-ms", arg);
+		return 0;
+	case OPT_MAX_WORKLOADS:
+		if (parse_uint(arg, 1, 4096, &cfg->max_workloads))
+			return bad(err, errlen, "max-workloads", arg);
+		return 0;
+	case OPT_MAX_CONNECTIONS:
+		if (parse_uint(arg, 2, 4096, &cfg->max_connections))
+			return bad(err, errlen, "max-connections", arg);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown option (see --help)");
+	return -1;
+}
+
+int config_parse(int argc, char **argv, struct agent_config *cfg, char *err,
+		 size_t errlen)
+{
+	int opt;
+
+	set_defaults(cfg);
+	if (set_token(cfg, getenv("SIGMIG_AGENT_TOKEN")))
+		return -1;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			config_usage(stdout);
+			return 1;
+		}
+		if (opt == OPT_VERSION) {
+			printf("sigmig-agent %s\n", AGENT_VERSION);
+			return 1;
+		}
+		if (opt == '?' || opt == ':') {
+			snprintf(err, errlen, "unknown option or missing value: %s",
+				 argv[optind - 1]);
+			return -1;
+		}
+		if (apply_option(cfg, opt, optarg, err, errlen))
+			return -1;
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+void config_free(struct agent_config *cfg)
+{
+	free(cfg->token);
+	cfg->token = NULL;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef AGENT_CONFIG_H
+#define AGENT_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+
+#define AGENT_VERSION		"0.1.0"
+#define AGENT_API_VERSION	"v1"
+
+struct agent_config {
+	char listen_addr[64];
+	uint16_t port;
+	char *token;			/* NULL: mutating endpoints are open */
+	uint64_t max_body;		/* JSON request bodies */
+	uint64_t max_image;		/* image uploads (POST /v1/restore) */
+	enum log_level log_level;
+	const char *bin_dir;		/* programs that may be started */
+	const char *state_dir;		/* sockets, ledgers, images, logs */
+	unsigned int restore_timeout_ms;
+	unsigned int max_workloads;
+	unsigned int max_connections;
+};
+
+/*
+ * Fills @cfg from the command line (and SIGMIG_AGENT_TOKEN). Returns 0, 1
+ * when --help/--version was printed, or -1 with a message in @err.
+ */
+int config_parse(int argc, char **argv, struct agent_config *cfg, char *err,
+		 size_t errlen);
+void config_free(struct agent_config *cfg);
+void config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Client of a workload's control socket (docs/control-protocol.md): one
+ * request per connection, a VERB line out, a JSON line back, and for
+ * DUMP/PEEK exactly "image_size" bytes of image after it.
+ */
+#ifndef AGENT_CTL_H
+#define AGENT_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#define CTL_REPLY_MAX		(1 << 20)
+#define CTL_IMAGE_MAX		(1ULL << 31)
+
+struct ctl_reply {
+	json_t *json;		/* the reply line, an object */
+	uint8_t *payload;	/* image bytes for DUMP/PEEK, else NULL */
+	size_t payload_len;
+};
+
+/*
+ * Returns 0 with @reply filled (free with ctl_reply_free), or -errno:
+ * -ENOENT/-ECONNREFUSED no runtime listening, -ETIMEDOUT, -EPROTO for a
+ * reply that breaks the protocol.
+ */
+int ctl_request(const char *sock_path, const char *verb, int timeout_ms,
+		struct ctl_reply *reply);
+void ctl_reply_free(struct ctl_reply *reply);
+
+/* {"ok":true}? Otherwise the runtime's "error" and "message" (or ""). */
+int ctl_reply_ok(const struct ctl_reply *reply);
+const char *ctl_reply_error(const struct ctl_reply *reply);
+const char *ctl_reply_message(const struct ctl_reply *reply);
+
+#endif

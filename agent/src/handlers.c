@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Endpoint handlers and the route table. Each handler validates what it
+ * was given, does one thing, and fills exactly one reply.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sigmig/image.h>
+
+#include "caps.h"
+#include "image_json.h"
+#include "log.h"
+#include "metrics.h"
+#include "migrate.h"
+#include "server.h"
+#include "validate.h"
+#include "workload.h"
+
+#define SIGNALS_LIMIT_DEFAULT	1000
+#define SIGNALS_LIMIT_MAX	1000000
+#define FILE_REPLY_MAX		(256u << 20)
+
+static time_t started_at;
+
+static bool require_interface(struct request *req, struct reply *out)
+{
+	if (caps_interface_ok(&agent.caps))
+		return true;
+	reply_error(out, req, 503, "kernel_unsupported",
+		    "the running kernel (%s) lacks the signalfd pending-signal "
+		    "interface: %s", agent.caps.release,
+		    agent.caps.detail[0] ? agent.caps.detail : "unknown");
+	return false;
+}
+
+static struct workload *find_or_404(struct request *req, struct reply *out)
+{
+	struct workload *w = workload_find(req->param);
+
+	if (!w)
+		reply_error(out, req, 404, "unknown_workload",
+			    "no workload '%s'", req->param);
+	return w;
+}
+
+static void handle_health(struct request *req, struct reply *out)
+{
+	unsigned int running, exited;
+
+	(void)req;
+	if (!started_at)
+		started_at = time(NULL);
+	workloads_count(&running, &exited);
+	reply_json(out, 200, json_pack("{s:s, s:s, s:I, s:i}", "status", "ok",
+				       "version", AGENT_VERSION, "uptime_s",
+				       (json_int_t)(time(NULL) - started_at),
+				       "workloads", (int)(running + exited)));
+}
+
+static json_t *programs_json(void)
+{
+	json_t *list = json_array();
+	char path[512];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	d = opendir(agent.cfg->bin_dir);
+	if (!d)
+		return list;
+	while ((de = readdir(d))) {
+		if (!program_name_valid(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", agent.cfg->bin_dir, de->d_name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && !access(path, X_OK))
+			json_array_append_new(list, json_string(de->d_name));
+	}
+	closedir(d);
+	return list;
+}
+
+static void handle_capabilities(struct request *req, struct reply *out)
+{
+	json_t *caps = caps_to_json(&agent.caps);
+
+	(void)req;
+	json_object_set_new(caps, "programs", programs_json());
+	json_object_set_new(caps, "limits", json_pack("{s:I, s:I, s:i}",
+		"max_body", (json_int_t)agent.cfg->max_body,
+		"max_image", (json_int_t)agent.cfg->max_image,
+		"max_workloads", (int)agent.cfg->max_workloads));
+	json_object_set_new(caps, "auth", json_string(agent.cfg->token ?
+						      "bearer" : "none"));
+	reply_json(out, 200, caps);
+}
+
+static void handle_list(struct request *req, struct reply *out)
+{
+	(void)req;
+	reply_json(out, 200, json_pack("{s:o}", "workloads", workloads_list_json()));
+}
+
+static void reply_created(struct reply *out, struct workload *w)
+{
+	reply_json(out, 201, workload_to_json(w, true));
+	reply_header(out, "Location", "/v1/workloads/%s", workload_id(w));
+}
+
+static void handle_start(struct request *req, struct reply *out)
+{
+	struct start_request sr;
+	struct api_error err;
+	struct verror verr;
+	struct workload *w;
+
+	if (parse_start_request(req->body, req->body_len, &sr, &verr)) {
+		reply_error(out, req, 400, verr.code, "%s", verr.detail);
+		return;
+	}
+	if (workload_start(&sr, &w, &err) == 0) {
+		reply_created(out, w);
+		workload_put(w);
+	} else {
+		reply_problem(out, &err, req);
+	}
+	start_request_free(&sr);
+}
+
+static void handle_get(struct request *req, struct reply *out)
+{
+	struct workload *w = find_or_404(req, out);
+
+	if (!w)
+		return;
+	reply_json(out, 200, workload_to_json(w, true));
+	workload_put(w);
+}
+
+static void handle_delete(struct request *req, struct reply *out)
+{
+	struct workload *w = find_or_404(req, out);
+	struct api_error err;
+	json_t *final;
+
+	if (!w)
+		return;
+	if (workload_begin_op(w, &err)) {
+		reply_problem(out, &err, req);
+	} else {
+		workload_stop(w, &final, &err);
+		workload_end_op(w);
+		reply_json(out, 200, final);
+	}
+	workload_put(w);
+}
+
+typedef int (*state_op)(struct workload *w, json_t **result,
+			struct api_error *err);
+
+static void run_state_op(struct request *req, struct reply *out, state_op op)
+{
+	struct workload *w = find_or_404(req, out);
+	struct api_error err;
+	json_t *result = NULL;
+
+	if (!w)
+		return;
+	if (workload_begin_op(w, &err)) {
+		reply_problem(out, &err, req);
+		workload_put(w);
+		return;
+	}
+	if (op(w, &result, &err))
+		reply_problem(out, &err, req);
+	else
+		reply_json(out, 200, json_pack("{s:o, s:o}", "result",
+			result ? result : json_object(), "workload",
+			workload_to_json(w, true)));
+	workload_end_op(w);
+	workload_put(w);
+}
+
+static void handle_freeze(struct request *req, struct reply *out)
+{
+	run_state_op(req, out, workload_freeze);
+}
+
+static void handle_thaw(struct request *req, struct reply *out)
+{
+	run_state_op(req, out, workload_thaw);
+}
+
+/* PEEK: the runtime freezes if needed, dumps, thaws; never dequeues. */
+static struct workload *peek_image(struct request *req, struct reply *out,
+				   struct ctl_reply *peek)
+{
+	struct workload *w;
+	struct api_error err;
+	int ret;
+
+	if (!require_interface(req, out))
+		return NULL;
+	w = find_or_404(req, out);
+	if (!w)
+		return NULL;
+	if (workload_begin_op(w, &err)) {
+		reply_problem(out, &err, req);
+		workload_put(w);
+		return NULL;
+	}
+	ret = workload_ctl(w, "PEEK", CTL_TIMEOUT_MS * 6, peek, &err);
+	workload_end_op(w);
+	if (ret) {
+		reply_problem(out, &err, req);
+		workload_put(w);
+		return NULL;
+	}
+	return w;
+}
+
+static int parse_limit(struct request *req, unsigned int *limit)
+{
+	const char *text = request_query(req, "limit");
+	uint64_t v;
+
+	*limit = SIGNALS_LIMIT_DEFAULT;
+	if (!text)
+		return 0;
+	if (parse_size(text, &v) || v > SIGNALS_LIMIT_MAX || strpbrk(text, "KkMmGg"))
+		return -1;
+	*limit = (unsigned int)v;
+	return 0;
+}
+
+static void handle_signals(struct request *req, struct reply *out)
+{
+	struct sigmig_image img;
+	struct ctl_reply peek;
+	unsigned int limit;
+	struct workload *w;
+	char why[256];
+	json_t *doc;
+
+	if (parse_limit(req, &limit)) {
+		reply_error(out, req, 400, "invalid_parameter",
+			    "limit: an integer 0-%d", SIGNALS_LIMIT_MAX);
+		return;
+	}
+	w = peek_image(req, out, &peek);
+	if (!w)
+		return;
+	if (sigmig_image_decode(peek.payload, peek.payload_len, &img, why,
+				sizeof(why))) {
+		reply_error(out, req, 502, "bad_image",
+			    "%s: the runtime's image does not decode: %s",
+			    workload_id(w), why);
+	} else {
+		doc = image_to_json(&img, limit);
+		json_object_set_new(doc, "workload", json_string(workload_id(w)));
+		json_object_set(doc, "dump_ns", json_object_get(peek.json, "dump_ns"));
+		reply_json(out, 200, doc);
+		sigmig_image_free(&img);
+	}
+	ctl_reply_free(&peek);
+	workload_put(w);
+}
+
+static void handle_checkpoint(struct request *req, struct reply *out)
+{
+	struct ctl_reply peek;
+	struct workload *w;
+	json_int_t signals;
+
+	w = peek_image(req, out, &peek);
+	if (!w)
+		return;
+	signals = json_integer_value(json_object_get(peek.json, "signals"));
+	metrics_signals_dumped((uint64_t)signals);
+	reply_header(out, "X-Sigmig-Signals", "%lld", (long long)signals);
+	reply_header(out, "X-Sigmig-Dump-Ns", "%lld", (long long)
+		     json_integer_value(json_object_get(peek.json, "dump_ns")));
+	reply_header(out, "X-Sigmig-Program", "%s", workload_program(w));
+	reply_header(out, "Content-Disposition",
+		     "attachment; filename=\"%s.sigmig\"", workload_id(w));
+	reply_bytes(out, 200, "application/octet-stream", peek.payload,
+		    peek.payload_len);
+	peek.payload = NULL;
+	ctl_reply_free(&peek);
+	workload_put(w);
+}
+
+static void handle_migrate(struct request *req, struct reply *out)
+{
+	struct migrate_request mr;
+	struct api_error err;
+	struct verror verr;
+	struct workload *w;
+	json_t *result;
+
+	if (parse_migrate_request(req->body, req->body_len, &mr, &verr)) {
+		reply_error(out, req, 400, verr.code, "%s", verr.detail);
+		return;
+	}
+	if (!require_interface(req, out))
+		return;
+	w = find_or_404(req, out);
+	if (!w)
+		return;
+	if (!workload_has_runtime(w)) {
+		reply_error(out, req, 409, "no_runtime",
+			    "%s has no sigmig runtime to migrate", workload_id(w));
+	} else if (workload_begin_op(w, &err)) {
+		reply_problem(out, &err, req);
+	} else {
+		if (migrate_workload(w, &mr, &result, &err))
+			reply_problem(out, &err, req);
+		else
+			reply_json(out, 200, result);
+		workload_end_op(w);
+	}
+	workload_put(w);
+}
+
+static int read_whole_file(const char *path, uint8_t **buf, size_t *len)
+{
+	struct stat st;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_size > FILE_REPLY_MAX) {
+		close(fd);
+		return -EFBIG;
+	}
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size &&
+	       (n = read(fd, *buf + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	*len = got;
+	return 0;
+}
+
+static void send_workload_file(struct request *req, struct reply *out,
+			       const char *which, const char *type)
+{
+	struct workload *w = find_or_404(req, out);
+	const char *path;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	if (!w)
+		return;
+	path = workload_file(w, which);
+	if (!path)
+		reply_error(out, req, 404, "no_file", "%s has no %s",
+			    workload_id(w), which);
+	else if ((err = read_whole_file(path, &buf, &len)))
+		reply_error(out, req, 404, "no_file", "%s: %s", path,
+			    strerror(-err));
+	else
+		reply_bytes(out, 200, type, buf, len);
+	workload_put(w);
+}
+
+static void handle_ledger(struct request *req, struct reply *out)
+{
+	send_workload_file(req, out, "ledger", "application/octet-stream");
+}
+
+static void handle_log(struct request *req, struct reply *out)
+{
+	send_workload_file(req, out, "log", "text/plain; charset=utf-8");
+}
+
+struct restore_query {
+	char program[PROGRAM_NAME_MAX + 1];
+	struct workload_args args;
+	struct verror err;
+	bool failed;
+};
+
+static int collect_restore_query(void *cls, const char *key, const char *value)
+{
+	struct restore_query *q = cls;
+
+	if (strcmp(key, "arg") == 0) {
+		if (workload_args_add(&q->args, value, strlen(value), &q->err))
+			q->failed = true;
+	} else if (strcmp(key, "program") == 0) {
+		if (!program_name_valid(value)) {
+			q->failed = true;
+			q->err.code = "invalid_parameter";
+			snprintf(q->err.detail, sizeof(q->err.detail),
+				 "program: not a valid program name");
+		} else {
+			snprintf(q->program, sizeof(q->program), "%s", value);
+		}
+	} else {
+		q->failed = true;
+		q->err.code = "unknown_parameter";
+		snprintf(q->err.detail, sizeof(q->err.detail),
+			 "unknown query parameter \"%.64s\"", key);
+	}
+	return q->failed ? -1 : 0;
+}
+
+/* The image names the program it came from; the query may override it. */
+static int restore_program(struct restore_query *q, const struct sigmig_image *img)
+{
+	char name[sizeof(img->program) + 1];
+
+	if (q->program[0])
+		return 0;
+	snprintf(name, sizeof(name), "%.*s", (int)sizeof(img->program), img->program);
+	if (!program_name_valid(name))
+		return -1;
+	strcpy(q->program, name);
+	return 0;
+}
+
+static void count_requeued(struct workload *w)
+{
+	json_t *doc = workload_to_json(w, false);
+	json_t *n = json_object_get(json_object_get(doc, "restore"), "requeued");
+
+	metrics_signals_requeued((uint64_t)json_integer_value(n));
+	json_decref(doc);
+}
+
+static void do_restore(struct request *req, struct reply *out,
+		       struct restore_query *q)
+{
+	struct api_error err;
+	struct workload *w;
+
+	if (workload_restore((uint8_t *)req->body, req->body_len, q->program,
+			     &q->args, &w, &err)) {
+		metrics_restore("failed");
+		reply_problem(out, &err, req);
+		return;
+	}
+	metrics_restore("restored");
+	count_requeued(w);
+	reply_created(out, w);
+	workload_put(w);
+}
+
+static void handle_restore(struct request *req, struct reply *out)
+{
+	struct restore_query q = { .failed = false };
+	struct sigmig_image img;
+	char why[256];
+
+	if (!require_interface(req, out))
+		return;
+	request_query_each(req, collect_restore_query, &q);
+	if (q.failed) {
+		reply_error(out, req, 400, q.err.code, "%s", q.err.detail);
+		goto out;
+	}
+	if (!req->body_len) {
+		reply_error(out, req, 400, "empty_body",
+			    "send the checkpoint image as the request body");
+		goto out;
+	}
+	if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,
+				sizeof(why))) {
+		metrics_restore("rejected");
+		reply_error(out, req, 400, "bad_image", "%s", why);
+		goto out;
+	}
+	if (restore_program(&q, &img)) {
+		reply_error(out, req, 400, "invalid_parameter",
+			    "the image names no valid program: pass ?program=");
+	} else {
+		do_restore(req, out, &q);
+	}
+	sigmig_image_free(&img);
+out:
+	workload_args_free(&q.args);
+}
+
+static void handle_metrics(struct request *req, struct reply *out)
+{
+	size_t len;
+	char *text = metrics_render(&len);
+
+	if (!text) {
+		reply_error(out, req, 500, "internal", "out of memory");
+		return;
+	}
+	reply_bytes(out, 200, "text/plain; version=0.0.4; charset=utf-8",
+		    (uint8_t *)text, len);
+}
+
+const struct route agent_routes[] = {
+	{ "/v1/health", { { M_GET, handle_health, BODY_NONE } } },
+	{ "/v1/capabilities", { { M_GET, handle_capabilities, BODY_NONE } } },
+	{ "/v1/workloads", { { M_GET, handle_list, BODY_NONE },
+			     { M_POST, handle_start, BODY_JSON } } },
+	{ "/v1/workloads/{id}", { { M_GET, handle_get, BODY_NONE },
+				  { M_DELETE, handle_delete, BODY_NONE } } },
+	{ "/v1/workloads/{id}/signals", { { M_GET, handle_signals, BODY_NONE } } },
+	{ "/v1/workloads/{id}/freeze", { { M_POST, handle_freeze, BODY_NONE } } },
+	{ "/v1/workloads/{id}/thaw", { { M_POST, handle_thaw, BODY_NONE } } },
+	{ "/v1/workloads/{id}/checkpoint",
+	  { { M_POST, handle_checkpoint, BODY_NONE } } },
+	{ "/v1/workloads/{id}/migrate", { { M_POST, handle_migrate, BODY_JSON } } },
+	{ "/v1/workloads/{id}/ledger", { { M_GET, handle_ledger, BODY_NONE } } },
+	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE } } },
+	{ "/v1/restore", { { M_POST, handle_restore, BODY_IMAGE } } },
+	{ "/metrics", { { M_GET, handle_metrics, BODY_NONE } } },
+	{ NULL, { { 0, NULL, 0 } } },
+};

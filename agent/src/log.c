@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Leveled logging to stderr. One line per call, written with a single
+ * fprintf under the stream lock so that lines from concurrent request
+ * threads never interleave.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static enum log_level current_level = LOG_LVL_INFO;
+
+static const char *const level_names[] = {
+	[LOG_LVL_ERROR] = "error",
+	[LOG_LVL_WARN] = "warn",
+	[LOG_LVL_INFO] = "info",
+	[LOG_LVL_DEBUG] = "debug",
+};
+
+void log_set_level(enum log_level level)
+{
+	current_level = level;
+}
+
+enum log_level log_get_level(void)
+{
+	return current_level;
+}
+
+int log_parse_level(const char *name, enum log_level *level)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+		if (strcmp(name, level_names[i]) == 0) {
+			*level = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	char stamp[32], line[2048];
+	struct timespec now;
+	struct tm tm;
+	va_list ap;
+
+	if (level > current_level)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s.%03ldZ sigmig-agent %s: %s\n", stamp,
+		now.tv_nsec / 1000000, level_names[level], line);
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sigmig-agent: the per-host daemon that starts, inspects, checkpoints,
+ * restores and migrates sigmig workloads over an HTTP/JSON API.
+ *
+ * Shutdown signals are blocked in every thread and taken synchronously by
+ * the main thread, so that shutdown runs as ordinary code: stop accepting,
+ * let in-flight requests finish (a migration ends committed or thawed),
+ * then thaw anything still frozen.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "caps.h"
+#include "config.h"
+#include "log.h"
+#include "server.h"
+#include "workload.h"
+
+static struct agent_config config;
+
+static void block_shutdown_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void log_startup(void)
+{
+	const struct kernel_caps *c = &agent.caps;
+
+	log_info("sigmig-agent %s on Linux %s (%s): SFD_RAW %s, queue pread %s%s%s",
+		 AGENT_VERSION, c->release, c->machine,
+		 c->sfd_raw ? "yes" : "no", c->queue_pread ? "yes" : "no",
+		 c->detail[0] ? " - " : "", c->detail);
+	if (!config.token)
+		log_warn("no bearer token configured: mutating endpoints are open "
+			 "(use --token-file)");
+	log_info("programs from %s, state in %s, body cap %llu, image cap %llu",
+		 config.bin_dir, config.state_dir,
+		 (unsigned long long)config.max_body,
+		 (unsigned long long)config.max_image);
+}
+
+int main(int argc, char **argv)
+{
+	char err[256];
+	sigset_t set;
+	int sig, ret;
+
+	ret = config_parse(argc, argv, &config, err, sizeof(err));
+	if (ret) {
+		if (ret < 0)
+			fprintf(stderr, "sigmig-agent: %s\n", err);
+		config_free(&config);
+		return ret < 0 ? 2 : 0;
+	}
+	log_set_level(config.log_level);
+	block_shutdown_signals(&set);
+	agent.cfg = &config;
+	caps_probe(&agent.caps);
+	log_startup();
+	if (workloads_init(&config) || server_start()) {
+		config_free(&config);
+		return 1;
+	}
+	do {
+		sig = sigwaitinfo(&set, NULL);
+	} while (sig < 0);
+	log_info("%s: shutting down", strsignal(sig));
+	server_stop();
+	workloads_shutdown();
+	log_info("stopped");
+	config_free(&config);
+	return 0;
+}

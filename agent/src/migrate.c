@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The original is frozen from FREEZE until COMMIT (success) or THAW
+ * (failure): nothing is delivered on either side in between, and the
+ * peer's 2xx is the single point at which the signals change owner.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "httpc.h"
+#include "log.h"
+#include "metrics.h"
+#include "migrate.h"
+
+struct timings {
+	double start, freeze, dump, transfer, restore, commit, downtime;
+};
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int restore_path_for(const struct workload *w, char *buf, size_t len)
+{
+	const struct workload_args *args = workload_args(w);
+	unsigned int i;
+
+	snprintf(buf, len, "/v1/restore");
+	if (url_append_query(buf, len, "program", workload_program(w)))
+		return -1;
+	for (i = 0; i < args->argc; i++)
+		if (url_append_query(buf, len, "arg", args->argv[i]))
+			return -1;
+	return 0;
+}
+
+static json_t *timings_json(const struct timings *t)
+{
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}",
+			 "freeze_ms", t->freeze * 1e3, "dump_ms", t->dump * 1e3,
+			 "transfer_ms", t->transfer * 1e3,
+			 "restore_ms", t->restore * 1e3,
+			 "commit_ms", t->commit * 1e3,
+			 "downtime_ms", t->downtime * 1e3);
+}
+
+/* Abort: the original resumes where it stopped, nothing was delivered. */
+static int abort_migration(struct workload *w, struct api_error *err)
+{
+	struct api_error thaw_err;
+	json_t *result = NULL;
+	size_t used;
+
+	metrics_migration("aborted");
+	if (workload_thaw(w, &result, &thaw_err) == 0) {
+		json_decref(result);
+		log_warn("migrate %s aborted, original thawed: %s",
+			 workload_id(w), err->detail);
+		used = strlen(err->detail);
+		snprintf(err->detail + used, sizeof(err->detail) - used,
+			 "; the original was thawed and keeps running here");
+		return -1;
+	}
+	log_error("migrate %s aborted and THAW failed: %s", workload_id(w),
+		  thaw_err.detail);
+	used = strlen(err->detail);
+	snprintf(err->detail + used, sizeof(err->detail) - used,
+		 "; THAW of the original failed too: %s", thaw_err.detail);
+	return -1;
+}
+
+static void describe_peer_problem(const struct http_result *res,
+				  struct api_error *err)
+{
+	json_t *doc = res->body ? json_loads(res->body, 0, NULL) : NULL;
+	const char *code = json_string_value(json_object_get(doc, "code"));
+	const char *detail = json_string_value(json_object_get(doc, "detail"));
+
+	api_error_set(err, 502, "target_rejected",
+		      "the target answered %u: %s", res->status,
+		      detail ? detail : "(no problem document)");
+	snprintf(err->cause, sizeof(err->cause), "%s", code ? code : "");
+	json_decref(doc);
+}
+
+static void describe_transfer_failure(const struct migrate_request *req,
+				      const struct http_result *res,
+				      struct api_error *err)
+{
+	if (res->error == ETIMEDOUT)
+		api_error_set(err, 504, "target_timeout",
+			      "%s: %s timed out (link stalled or restore too slow, "
+			      "timeout %u ms)", req->target_text,
+			      res->failed_phase, req->timeout_ms);
+	else if (!strcmp(res->failed_phase, "resolve") ||
+		 !strcmp(res->failed_phase, "connect"))
+		api_error_set(err, 502, "target_unreachable", "%s: %s: %s",
+			      req->target_text, res->failed_phase,
+			      strerror(res->error));
+	else
+		api_error_set(err, 502, "transfer_failed", "%s: %s: %s",
+			      req->target_text, res->failed_phase,
+			      strerror(res->error));
+	snprintf(err->cause, sizeof(err->cause), "%s", res->failed_phase);
+}
+
+static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
+			   struct timings *t, struct api_error *err)
+{
+	json_t *result = NULL;
+	double t1;
+
+	if (workload_freeze(w, &result, err))
+		return -1;	/* nothing frozen, nothing to undo */
+	json_decref(result);
+	t1 = mono_s();
+	t->freeze = t1 - t->start;
+	if (workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err))
+		return abort_migration(w, err);
+	t->dump = mono_s() - t1;
+	return 0;
+}
+
+static int send_image(struct workload *w, const struct migrate_request *req,
+		      const struct ctl_reply *dump, struct http_result *res,
+		      struct timings *t, struct api_error *err)
+{
+	char path[8192];
+
+	if (restore_path_for(w, path, sizeof(path))) {
+		api_error_set(err, 500, "internal", "workload arguments too long");
+		return abort_migration(w, err);
+	}
+	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
+		       dump->payload, dump->payload_len, req->timeout_ms,
+		       MIGRATE_STALL_MS, res)) {
+		describe_transfer_failure(req, res, err);
+		return abort_migration(w, err);
+	}
+	t->transfer = res->connect_s + res->send_s;
+	t->restore = res->wait_s;
+	if (res->status < 200 || res->status > 299) {
+		describe_peer_problem(res, err);
+		return abort_migration(w, err);
+	}
+	return 0;
+}
+
+static json_t *success_json(struct workload *w, const struct migrate_request *req,
+			    const struct ctl_reply *dump,
+			    const struct http_result *res, json_t *commit,
+			    const struct timings *t)
+{
+	json_t *remote = json_loads(res->body, 0, NULL);
+
+	return json_pack("{s:s, s:s, s:s, s:o, s:O, s:I, s:o, s:o}",
+			 "result", "committed", "workload", workload_id(w),
+			 "target", req->target_text,
+			 "target_workload", remote ? remote : json_null(),
+			 "signals", json_object_get(dump->json, "signals") ?:
+			 json_null(), "image_bytes", (json_int_t)dump->payload_len,
+			 "commit", commit, "timings", timings_json(t));
+}
+
+static void record_phases(const struct timings *t)
+{
+	metrics_phase(PHASE_FREEZE, t->freeze);
+	metrics_phase(PHASE_DUMP, t->dump);
+	metrics_phase(PHASE_TRANSFER, t->transfer);
+	metrics_phase(PHASE_RESTORE, t->restore);
+	metrics_phase(PHASE_DOWNTIME, t->downtime);
+}
+
+int migrate_workload(struct workload *w, const struct migrate_request *req,
+		     json_t **result, struct api_error *err)
+{
+	struct timings t = { .start = mono_s() };
+	struct ctl_reply dump;
+	struct http_result res;
+	json_t *commit = NULL;
+	double t1;
+
+	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
+	if (freeze_and_dump(w, &dump, &t, err))
+		return -1;
+	metrics_signals_dumped((uint64_t)json_integer_value(
+		json_object_get(dump.json, "signals")));
+	log_info("migrate %s: %zu-byte image, streaming", workload_id(w),
+		 dump.payload_len);
+	if (send_image(w, req, &dump, &res, &t, err)) {
+		http_result_free(&res);
+		ctl_reply_free(&dump);
+		return -1;
+	}
+	t1 = mono_s();
+	workload_commit(w, req->target_text, &commit);
+	t.commit = mono_s() - t1;
+	t.downtime = mono_s() - t.start;
+	*result = success_json(w, req, &dump, &res, commit, &t);
+	record_phases(&t);
+	metrics_migration("committed");
+	log_info("migrate %s committed to %s, downtime %.1f ms", workload_id(w),
+		 req->target_text, t.downtime * 1e3);
+	http_result_free(&res);
+	ctl_reply_free(&dump);
+	return 0;
+}

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Request life cycle in libmicrohttpd terms: the first call of the access
+ * handler sees only the headers, and everything that can be refused
+ * without the body (unknown route, wrong method, missing token, declared
+ * length over the cap) is answered there, so that a client never uploads
+ * a large body for nothing. Later calls collect the body; the last one
+ * dispatches to the handler.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "validate.h"
+
+struct agent_context agent;
+static struct MHD_Daemon *daemon_handle;
+
+static const char *const unmatched_route = "unmatched";
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) +
+	       (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+void reply_json(struct reply *out, unsigned int status, json_t *json)
+{
+	out->status = status;
+	json_decref(out->json);
+	out->json = json;
+	out->content_type = "application/json";
+}
+
+void reply_problem(struct reply *out, const struct api_error *err,
+		   const struct request *req)
+{
+	reply_json(out, err->status, problem_from_error(err, req->path));
+	out->content_type = PROBLEM_CONTENT_TYPE;
+}
+
+void reply_error(struct reply *out, const struct request *req,
+		 unsigned int status, const char *code, const char *fmt, ...)
+{
+	struct api_error err = { .status = status, .code = code };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err.detail, sizeof(err.detail), fmt, ap);
+	va_end(ap);
+	reply_problem(out, &err, req);
+}
+
+void reply_bytes(struct reply *out, unsigned int status, const char *type,
+		 uint8_t *bytes, size_t len)
+{
+	out->status = status;
+	free(out->bytes);
+	out->bytes = bytes;
+	out->len = len;
+	out->content_type = type;
+}
+
+void reply_header(struct reply *out, const char *name, const char *fmt, ...)
+{
+	struct reply_header *h;
+	va_list ap;
+
+	if (out->nheaders >= REPLY_HEADERS_MAX)
+		return;
+	h = &out->headers[out->nheaders++];
+	h->name = name;
+	va_start(ap, fmt);
+	vsnprintf(h->value, sizeof(h->value), fmt, ap);
+	va_end(ap);
+}
+
+const char *request_query(const struct request *req, const char *key)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+struct visit {
+	query_visitor fn;
+	void *cls;
+};
+
+static enum MHD_Result visit_one(void *cls, enum MHD_ValueKind kind,
+				 const char *key, const char *value)
+{
+	struct visit *v = cls;
+
+	(void)kind;
+	return v->fn(v->cls, key, value ? value : "") ? MHD_NO : MHD_YES;
+}
+
+void request_query_each(const struct request *req, query_visitor fn, void *cls)
+{
+	struct visit v = { fn, cls };
+
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, visit_one, &v);
+}
+
+/* The JSON is serialized compactly, one document and a newline. */
+static struct MHD_Response *json_response(json_t *json)
+{
+	char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+	size_t len;
+
+	if (!text)
+		text = strdup("{\"type\":\"urn:sigmig:problem:internal\","
+			      "\"title\":\"Internal Server Error\",\"status\":500,"
+			      "\"code\":\"internal\",\"detail\":\"out of memory\"}");
+	if (!text)
+		return NULL;
+	len = strlen(text);
+	text = realloc(text, len + 2);
+	if (!text)
+		return NULL;
+	text[len] = '\n';
+	text[len + 1] = '\0';
+	return MHD_create_response_from_buffer(len + 1, text,
+					       MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result send_reply(struct request *req, struct reply *out)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	unsigned int i;
+
+	if (out->bytes) {
+		resp = MHD_create_response_from_buffer(out->len, out->bytes,
+						       MHD_RESPMEM_MUST_FREE);
+		if (resp)
+			out->bytes = NULL;
+	} else {
+		resp = json_response(out->json);
+	}
+	json_decref(out->json);
+	out->json = NULL;
+	free(out->bytes);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				out->content_type ? out->content_type :
+				"application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	for (i = 0; i < out->nheaders; i++)
+		MHD_add_response_header(resp, out->headers[i].name,
+					out->headers[i].value);
+	req->status = out->status;
+	ret = MHD_queue_response(req->conn, out->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result send_error(struct request *req, unsigned int status,
+				  const char *code, const char *detail,
+				  const char *hname, const char *hvalue)
+{
+	struct reply out = { 0 };
+
+	reply_error(&out, req, status, code, "%s", detail);
+	if (hname)
+		reply_header(&out, hname, "%s", hvalue);
+	req->answered = true;
+	return send_reply(req, &out);
+}
+
+static struct request *new_request(struct MHD_Connection *conn, const char *url,
+				   const char *method)
+{
+	struct request *req = calloc(1, sizeof(*req));
+
+	if (!req)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &req->start);
+	req->conn = conn;
+	req->method = http_method_parse(method);
+	snprintf(req->method_name, sizeof(req->method_name), "%s",
+		 req->method == M_OTHER ? "OTHER" : method);
+	snprintf(req->path, sizeof(req->path), "%s", url);
+	req->route = route_match(url, req->param, sizeof(req->param));
+	return req;
+}
+
+static bool authorized(struct request *req)
+{
+	const char *auth;
+
+	if (!agent.cfg->token || !method_is_mutating(req->method))
+		return true;
+	auth = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_AUTHORIZATION);
+	return bearer_token_matches(auth, agent.cfg->token);
+}
+
+static bool declared_too_large(struct request *req)
+{
+	const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	uint64_t n;
+
+	return cl && parse_size(cl, &n) == 0 && n > req->body_limit;
+}
+
+static bool json_media_type_ok(struct request *req)
+{
+	const char *ct = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	return !ct || !req->body_len || strncasecmp(ct, "application/json", 16) == 0;
+}
+
+/* First call: everything decidable from the request line and headers. */
+static enum MHD_Result on_headers(struct request *req)
+{
+	char allow[64], detail[96];
+
+	if (!req->route)
+		return send_error(req, 404, "not_found", "no such endpoint",
+				  NULL, NULL);
+	req->rm = route_method(req->route, req->method);
+	if (!req->rm) {
+		route_allow(req->route, allow, sizeof(allow));
+		snprintf(detail, sizeof(detail), "%s allows %s", req->route->pattern,
+			 allow);
+		return send_error(req, 405, "method_not_allowed", detail,
+				  MHD_HTTP_HEADER_ALLOW, allow);
+	}
+	if (!authorized(req))
+		return send_error(req, 401, "unauthorized",
+				  "this endpoint needs Authorization: Bearer <token>",
+				  MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				  "Bearer realm=\"sigmig-agent\"");
+	req->body_limit = req->rm->body == BODY_IMAGE ? agent.cfg->max_image :
+			  agent.cfg->max_body;
+	if (declared_too_large(req)) {
+		snprintf(detail, sizeof(detail), "the body exceeds the %llu-byte limit",
+			 (unsigned long long)req->body_limit);
+		return send_error(req, 413, "body_too_large", detail, NULL, NULL);
+	}
+	return MHD_YES;
+}
+
+static int append_body(struct request *req, const char *data, size_t len)
+{
+	size_t want;
+	char *bigger;
+
+	if (req->too_large)
+		return 0;
+	if (req->body_len + len > req->body_limit) {
+		req->too_large = true;
+		free(req->body);
+		req->body = NULL;
+		return 0;
+	}
+	if (req->body_len + len + 1 > req->body_cap) {
+		want = req->body_cap ? req->body_cap : 4096;
+		while (want < req->body_len + len + 1)
+			want *= 2;
+		bigger = realloc(req->body, want);
+		if (!bigger)
+			return -1;
+		req->body = bigger;
+		req->body_cap = want;
+	}
+	memcpy(req->body + req->body_len, data, len);
+	req->body_len += len;
+	req->body[req->body_len] = '\0';
+	return 0;
+}
+
+static enum MHD_Result dispatch(struct request *req)
+{
+	struct reply out = { 0 };
+	char detail[96];
+
+	if (req->too_large) {
+		snprintf(detail, sizeof(detail), "the body exceeds the %llu-byte limit",
+			 (unsigned long long)req->body_limit);
+		return send_error(req, 413, "body_too_large", detail, NULL, NULL);
+	}
+	if (req->rm->body == BODY_JSON && !json_media_type_ok(req))
+		return send_error(req, 415, "unsupported_media_type",
+				  "send the body as application/json", NULL, NULL);
+	req->rm->handler(req, &out);
+	if (!out.status)
+		reply_error(&out, req, 500, "internal", "handler gave no reply");
+	return send_reply(req, &out);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct request *req = *con_cls;
+
+	(void)cls;
+	(void)version;
+	if (!req) {
+		req = new_request(conn, url, method);
+		if (!req)
+			return MHD_NO;
+		*con_cls = req;
+		return on_headers(req);
+	}
+	if (req->answered) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (append_body(req, upload_data, *upload_data_size))
+			return MHD_NO;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return dispatch(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct request *req = *con_cls;
+	double secs;
+
+	(void)cls;
+	(void)conn;
+	if (!req)
+		return;
+	secs = seconds_since(&req->start);
+	metrics_request(req->route ? req->route->pattern : unmatched_route,
+			req->method_name, req->status, secs);
+	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		log_info("%s %s -> %u (connection ended early: %d) %.3fs",
+			 req->method_name, req->path, req->status, (int)toe, secs);
+	else
+		log_msg(req->method == M_GET || req->method == M_HEAD ?
+			LOG_LVL_DEBUG : LOG_LVL_INFO, "%s %s -> %u %.3fs",
+			req->method_name, req->path, req->status, secs);
+	free(req->body);
+	free(req);
+	*con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_warn("libmicrohttpd: %s", line);
+}
+
+int server_start(void)
+{
+	const struct agent_config *cfg = agent.cfg;
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+
+	addr.sin_port = htons(cfg->port);
+	if (inet_pton(AF_INET, cfg->listen_addr, &addr.sin_addr) != 1) {
+		log_error("bad listen address %s", cfg->listen_addr);
+		return -1;
+	}
+	daemon_handle = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+		MHD_USE_ERROR_LOG | MHD_USE_ITC,
+		cfg->port, NULL, NULL, on_request, NULL,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+		MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_END);
+	if (!daemon_handle) {
+		log_error("cannot listen on %s:%u", cfg->listen_addr, cfg->port);
+		return -1;
+	}
+	log_info("listening on http://%s:%u (API %s)", cfg->listen_addr,
+		 cfg->port, AGENT_API_VERSION);
+	return 0;
+}
+
+void server_stop(void)
+{
+	if (!daemon_handle)
+		return;
+	MHD_quiesce_daemon(daemon_handle);
+	MHD_stop_daemon(daemon_handle);
+	daemon_handle = NULL;
+}

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Request validation. Bodies are strict: unknown members, wrong types and
+ * out-of-range values are refused with a code naming the field, so that a
+ * typo in a client never silently means "use the default".
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "validate.h"
+
+static int fail(struct verror *err, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct verror *err, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+bool workload_id_valid(const char *id)
+{
+	return workload_id_number(id) != 0;
+}
+
+unsigned long workload_id_number(const char *id)
+{
+	unsigned long n = 0;
+	size_t i;
+
+	if (!id || id[0] != 'w' || id[1] < '1' || id[1] > '9')
+		return 0;
+	for (i = 1; id[i]; i++) {
+		if (i > 9 || !isdigit((unsigned char)id[i]))
+			return 0;
+		n = n * 10 + (unsigned long)(id[i] - '0');
+	}
+	return n;
+}
+
+bool program_name_valid(const char *name)
+{
+	size_t i;
+
+	if (!name || !isalnum((unsigned char)name[0]))
+		return false;
+	for (i = 0; name[i]; i++) {
+		unsigned char c = name[i];
+
+		if (i >= PROGRAM_NAME_MAX)
+			return false;
+		if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+			return false;
+	}
+	return true;
+}
+
+static bool agent_owned_option(const char *arg)
+{
+	static const char *const owned[] = { "--ctl", "--ledger", "--restore" };
+	unsigned int i;
+	size_t n;
+
+	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+		n = strlen(owned[i]);
+		if (strncmp(arg, owned[i], n) == 0 &&
+		    (arg[n] == '\0' || arg[n] == '='))
+			return true;
+	}
+	return false;
+}
+
+int workload_args_add(struct workload_args *args, const char *arg, size_t len,
+		      struct verror *err)
+{
+	if (args->argc >= WORKLOAD_ARGS_MAX)
+		return fail(err, "invalid_field", "args: at most %d arguments",
+			    WORKLOAD_ARGS_MAX);
+	if (len > WORKLOAD_ARG_LEN_MAX)
+		return fail(err, "invalid_field",
+			    "args[%u]: longer than %d bytes", args->argc,
+			    WORKLOAD_ARG_LEN_MAX);
+	if (memchr(arg, '\0', len))
+		return fail(err, "invalid_field",
+			    "args[%u]: contains a NUL byte", args->argc);
+	if (agent_owned_option(arg))
+		return fail(err, "invalid_field",
+			    "args[%u]: %s is set by the agent", args->argc,
+			    arg);
+	args->argv[args->argc] = strndup(arg, len);
+	if (!args->argv[args->argc])
+		return fail(err, "internal", "out of memory");
+	args->argc++;
+	return 0;
+}
+
+void workload_args_free(struct workload_args *args)
+{
+	unsigned int i;
+
+	for (i = 0; i < args->argc; i++)
+		free(args->argv[i]);
+	args->argc = 0;
+}
+
+static json_t *parse_object(const char *body, size_t len, struct verror *err)
+{
+	json_error_t jerr;
+	json_t *root;
+
+	if (len == 0) {
+		fail(err, "malformed_json", "the request needs a JSON body");
+		return NULL;
+	}
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		fail(err, "malformed_json", "invalid JSON at line %d column %d: %s",
+		     jerr.line, jerr.column, jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		fail(err, "malformed_json", "the body must be a JSON object");
+		return NULL;
+	}
+	return root;
+}
+
+/* Every member must be one of @known (NULL-terminated). */
+static int reject_unknown_members(json_t *obj, const char *const *known,
+				  struct verror *err)
+{
+	const char *key;
+	json_t *value;
+	unsigned int i;
+
+	json_object_foreach(obj, key, value) {
+		for (i = 0; known[i]; i++)
+			if (strcmp(key, known[i]) == 0)
+				break;
+		if (!known[i])
+			return fail(err, "unknown_field",
+				    "unknown member \"%.64s\"", key);
+	}
+	return 0;
+}
+
+static int parse_args_array(json_t *array, struct workload_args *args,
+			    struct verror *err)
+{
+	json_t *item;
+	size_t i;
+
+	if (!json_is_array(array))
+		return fail(err, "invalid_field",
+			    "args: must be an array of strings");
+	json_array_foreach(array, i, item) {
+		if (!json_is_string(item))
+			return fail(err, "invalid_field",
+				    "args[%zu]: must be a string", i);
+		if (workload_args_add(args, json_string_value(item),
+				      json_string_length(item), err))
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_program(json_t *value, char *out, struct verror *err)
+{
+	const char *name;
+
+	if (!value)
+		return fail(err, "missing_field", "program: required");
+	if (!json_is_string(value))
+		return fail(err, "invalid_field", "program: must be a string");
+	name = json_string_value(value);
+	if (strlen(name) != json_string_length(value) ||
+	    !program_name_valid(name))
+		return fail(err, "invalid_field",
+			    "program: must be a file name in the program directory "
+			    "([A-Za-z0-9._-], at most %d characters)",
+			    PROGRAM_NAME_MAX);
+	strcpy(out, name);
+	return 0;
+}
+
+int parse_start_request(const char *body, size_t len, struct start_request *req,
+			struct verror *err)
+{
+	static const char *const known[] = { "program", "args", "control", NULL };
+	json_t *root, *value;
+	int ret = -1;
+
+	memset(req, 0, sizeof(*req));
+	req->control = true;
+	root = parse_object(body, len, err);
+	if (!root)
+		return -1;
+	if (reject_unknown_members(root, known, err))
+		goto out;
+	if (parse_program(json_object_get(root, "program"), req->program, err))
+		goto out;
+	value = json_object_get(root, "args");
+	if (value && parse_args_array(value, &req->args, err))
+		goto out;
+	value = json_object_get(root, "control");
+	if (value && !json_is_boolean(value)) {
+		fail(err, "invalid_field", "control: must be true or false");
+		goto out;
+	}
+	if (value)
+		req->control = json_is_true(value);
+	ret = 0;
+out:
+	if (ret)
+		workload_args_free(&req->args);
+	json_decref(root);
+	return ret;
+}
+
+void start_request_free(struct start_request *req)
+{
+	workload_args_free(&req->args);
+}
+
+static bool host_char_valid(unsigned char c)
+{
+	return isalnum(c) || c == '.' || c == '-';
+}
+
+static int parse_port(const char *text, size_t len, uint16_t *port)
+{
+	unsigned long v = 0;
+	size_t i;
+
+	if (len == 0 || len > 5)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)text[i]))
+			return -1;
+		v = v * 10 + (unsigned long)(text[i] - '0');
+	}
+	if (v == 0 || v > 65535)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int parse_target_url(const char *url, struct target_url *out,
+		     struct verror *err)
+{
+	const char *host, *end, *colon;
+	size_t hostlen, i;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return fail(err, "invalid_field",
+			    "target: must be an http://host[:port] URL");
+	host = url + 7;
+	end = host + strcspn(host, "/");
+	if (*end && strcmp(end, "/") != 0)
+		return fail(err, "invalid_field",
+			    "target: must not have a path (the agent appends /v1/restore)");
+	colon = memchr(host, ':', (size_t)(end - host));
+	hostlen = (size_t)((colon ? colon : end) - host);
+	if (hostlen == 0 || hostlen > TARGET_HOST_MAX)
+		return fail(err, "invalid_field", "target: bad host name");
+	for (i = 0; i < hostlen; i++)
+		if (!host_char_valid((unsigned char)host[i]))
+			return fail(err, "invalid_field",
+				    "target: bad character in host name");
+	memcpy(out->host, host, hostlen);
+	out->host[hostlen] = '\0';
+	out->port = 80;
+	if (colon && parse_port(colon + 1, (size_t)(end - colon - 1), &out->port))
+		return fail(err, "invalid_field",
+			    "target: port must be 1-65535");
+	return 0;
+}
+
+static int parse_token(json_t *value, char *out, struct verror *err)
+{
+	const char *tok;
+	size_t i, len;
+
+	if (!json_is_string(value))
+		return fail(err, "invalid_field", "token: must be a string");
+	tok = json_string_value(value);
+	len = json_string_length(value);
+	if (len > TOKEN_LEN_MAX)
+		return fail(err, "invalid_field", "token: longer than %d bytes",
+			    TOKEN_LEN_MAX);
+	for (i = 0; i < len; i++)
+		if (tok[i] <= 0x20 || tok[i] >= 0x7f)
+			return fail(err, "invalid_field",
+				    "token: printable ASCII without spaces only");
+	memcpy(out, tok, len + 1);
+	return 0;
+}
+
+static int parse_timeout(json_t *value, unsigned int *out, struct verror *err)
+{
+	json_int_t v;
+
+	if (!json_is_integer(value))
+		return fail(err, "invalid_field", "timeout_ms: must be an integer");
+	v = json_integer_value(value);
+	if (v < MIGRATE_TIMEOUT_MS_MIN || v > MIGRATE_TIMEOUT_MS_MAX)
+		return fail(err, "invalid_field", "timeout_ms: must be %d-%d",
+			    MIGRATE_TIMEOUT_MS_MIN, MIGRATE_TIMEOUT_MS_MAX);
+	*out = (unsigned int)v;
+	return 0;
+}
+
+int parse_migrate_request(const char *body, size_t len,
+			  struct migrate_request *req, struct verror *err)
+{
+	static const char *const known[] = { "target", "token", "timeout_ms", NULL };
+	json_t *root, *value;
+	const char *url;
+	int ret = -1;
+
+	memset(req, 0, sizeof(*req));
+	req->timeout_ms = MIGRATE_TIMEOUT_MS_DEFAULT;
+	root = parse_object(body, len, err);
+	if (!root)
+		return -1;
+	if (reject_unknown_members(root, known, err))
+		goto out;
+	value = json_object_get(root, "target");
+	if (!value) {
+		fail(err, "missing_field", "target: required");
+		goto out;
+	}
+	if (!json_is_string(value) ||
+	    json_string_length(value) >= sizeof(req->target_text)) {
+		fail(err, "invalid_field", "target: must be a URL string");
+		goto out;
+	}
+	url = json_string_value(value);
+	if (strlen(url) != json_string_length(value) ||
+	    parse_target_url(url, &req->target, err))
+		goto out;
+	strcpy(req->target_text, url);
+	value = json_object_get(root, "token");
+	if (value && parse_token(value, req->token, err))
+		goto out;
+	value = json_object_get(root, "timeout_ms");
+	if (value && parse_timeout(value, &req->timeout_ms, err))
+		goto out;
+	ret = 0;
+out:
+	json_decref(root);
+	return ret;
+}
+
+/* Compares all of both strings whatever their contents. */
+static bool constant_time_equal(const char *a, size_t alen, const char *b,
+				size_t blen)
+{
+	unsigned char diff = alen != blen;
+	size_t i;
+
+	for (i = 0; i < alen; i++)
+		diff |= (unsigned char)a[i] ^ (unsigned char)b[i % (blen ? blen : 1)];
+	return diff == 0 && blen > 0;
+}
+
+bool bearer_token_matches(const char *header, const char *token)
+{
+	const char *p;
+
+	if (!header || !token || strncasecmp(header, "Bearer ", 7) != 0)
+		return false;
+	p = header + 7;
+	while (*p == ' ')
+		p++;
+	return constant_time_equal(p, strlen(p), token, strlen(token));
+}
+
+int parse_size(const char *text, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!text || !isdigit((unsigned char)text[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int parse_listen(const char *text, char *addr, size_t addrlen, uint16_t *port)
+{
+	const char *colon = strrchr(text, ':');
+	struct in_addr in;
+	size_t n;
+
+	if (!colon) {
+		snprintf(addr, addrlen, "0.0.0.0");
+		return parse_port(text, strlen(text), port);
+	}
+	n = (size_t)(colon - text);
+	if (n == 0)
+		snprintf(addr, addrlen, "0.0.0.0");
+	else if (n >= addrlen || n >= INET_ADDRSTRLEN)
+		return -1;
+	else
+		snprintf(addr, addrlen, "%.*s", (int)n, text);
+	if (inet_pton(AF_INET, addr, &in) != 1)
+		return -1;
+	return parse_port(colon + 1, strlen(colon + 1), port);
+}

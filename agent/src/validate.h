@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Validation of everything a client sends: path parameters, JSON bodies,
+ * query strings and credentials. Pure functions (no I/O), so that they
+ * are unit-tested and fuzzed on the host.
+ */
+#ifndef AGENT_VALIDATE_H
+#define AGENT_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROGRAM_NAME_MAX	64
+#define WORKLOAD_ARGS_MAX	64
+#define WORKLOAD_ARG_LEN_MAX	1024
+#define TARGET_HOST_MAX		255
+#define TOKEN_LEN_MAX		256
+#define MIGRATE_TIMEOUT_MS_DEFAULT	120000
+#define MIGRATE_TIMEOUT_MS_MIN		100
+#define MIGRATE_TIMEOUT_MS_MAX		3600000
+
+/* Why a request was refused: a stable code and a human sentence. */
+struct verror {
+	const char *code;	/* static string */
+	char detail[256];
+};
+
+struct workload_args {
+	unsigned int argc;
+	char *argv[WORKLOAD_ARGS_MAX];	/* malloc()ed */
+};
+
+struct start_request {
+	char program[PROGRAM_NAME_MAX + 1];
+	struct workload_args args;
+	bool control;		/* links the sigmig runtime: --ctl/--ledger */
+};
+
+struct target_url {
+	char host[TARGET_HOST_MAX + 1];
+	uint16_t port;
+};
+
+struct migrate_request {
+	struct target_url target;
+	char target_text[TARGET_HOST_MAX + 32];	/* as given, for reports */
+	char token[TOKEN_LEN_MAX + 1];		/* "" when none */
+	unsigned int timeout_ms;
+};
+
+/* "w" followed by 1-9 digits without a leading zero. */
+bool workload_id_valid(const char *id);
+/* Returns the number, or 0 when @id is not a valid workload id. */
+unsigned long workload_id_number(const char *id);
+
+/* [A-Za-z0-9][A-Za-z0-9._-]*, at most PROGRAM_NAME_MAX: a file name, never a path. */
+bool program_name_valid(const char *name);
+
+/* Adds one argument; the agent owns --ctl, --ledger and --restore. */
+int workload_args_add(struct workload_args *args, const char *arg, size_t len,
+		      struct verror *err);
+void workload_args_free(struct workload_args *args);
+
+/* Parse a POST /v1/workloads body. 0, or -1 with @err filled. */
+int parse_start_request(const char *body, size_t len, struct start_request *req,
+			struct verror *err);
+void start_request_free(struct start_request *req);
+
+/* "http://host[:port][/]" */
+int parse_target_url(const char *url, struct target_url *out,
+		     struct verror *err);
+
+/* Parse a POST /v1/workloads/{id}/migrate body. */
+int parse_migrate_request(const char *body, size_t len,
+			  struct migrate_request *req, struct verror *err);
+
+/*
+ * Checks an Authorization header value against the configured token in
+ * constant time. Returns true when it is "Bearer <token>".
+ */
+bool bearer_token_matches(const char *header, const char *token);
+
+/* Decimal unsigned with optional K/M/G suffix (powers of 1024). */
+int parse_size(const char *text, uint64_t *out);
+
+/* "IPV4:PORT", ":PORT" or "PORT" (any address); fills a dotted address. */
+int parse_listen(const char *text, char *addr, size_t addrlen, uint16_t *port);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Workload processes: started from the program directory, tracked by id,
+ * reaped by a dedicated thread, driven through their control socket.
+ */
+#ifndef AGENT_WORKLOAD_H
+#define AGENT_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "problem.h"
+#include "validate.h"
+
+#define CTL_TIMEOUT_MS		10000
+#define START_TIMEOUT_MS	10000
+
+struct workload;
+
+int workloads_init(const struct agent_config *cfg);
+/* Thaws every frozen workload (they keep running) and stops the reaper. */
+void workloads_shutdown(void);
+
+/* New workload, reference held by *out (workload_put). */
+int workload_start(const struct start_request *req, struct workload **out,
+		   struct api_error *err);
+
+/*
+ * Writes @image to the state directory and starts @program --restore;
+ * returns once the runtime reports "running" (0) or failed (-1, @err has
+ * the runtime's reason).
+ */
+int workload_restore(const uint8_t *image, size_t len, const char *program,
+		     const struct workload_args *args, struct workload **out,
+		     struct api_error *err);
+
+/* Referenced lookup; NULL when unknown. */
+struct workload *workload_find(const char *id);
+void workload_put(struct workload *w);
+const char *workload_id(const struct workload *w);
+bool workload_has_runtime(const struct workload *w);
+pid_t workload_pid(const struct workload *w);
+const char *workload_program(const struct workload *w);
+const struct workload_args *workload_args(const struct workload *w);
+
+/* @live: ask the runtime for its current state and threads. */
+json_t *workload_to_json(struct workload *w, bool live);
+json_t *workloads_list_json(void);
+/* Counts by state for the metrics page. */
+void workloads_count(unsigned int *running, unsigned int *exited);
+
+/*
+ * One state-changing operation at a time per workload: a thaw must not
+ * slip into a migration. Returns -1 with 409 "workload_busy" when taken.
+ */
+int workload_begin_op(struct workload *w, struct api_error *err);
+void workload_end_op(struct workload *w);
+
+/* Stops (SIGTERM, then SIGKILL) and forgets the workload. */
+int workload_stop(struct workload *w, json_t **final, struct api_error *err);
+
+/* Control verbs; @reply is filled on success (ctl_reply_free). */
+int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
+		 struct ctl_reply *reply, struct api_error *err);
+
+int workload_freeze(struct workload *w, json_t **result, struct api_error *err);
+int workload_thaw(struct workload *w, json_t **result, struct api_error *err);
+/* After a confirmed migration: COMMIT, or SIGKILL if the runtime cannot. */
+int workload_commit(struct workload *w, const char *target, json_t **result);
+
+/* Path of a state file of @w ("ledger" or "log"); NULL if it has none. */
+const char *workload_file(const struct workload *w, const char *which);
+
+#endif

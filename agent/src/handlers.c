@@ -16,6 +16,7 @@
 #include <sigmig/image.h>
 
 #include "caps.h"
+#include "handlers.h"
 #include "image_json.h"
 #include "log.h"
 #include "metrics.h"
@@ -51,7 +52,7 @@ static struct workload *find_or_404(struct request *req, struct reply *out)
 	return w;
 }
 
-static void handle_health(struct request *req, struct reply *out)
+void handle_health(struct request *req, struct reply *out)
 {
 	unsigned int running, exited;
 
@@ -87,7 +88,7 @@ static json_t *programs_json(void)
 	return list;
 }
 
-static void handle_capabilities(struct request *req, struct reply *out)
+void handle_capabilities(struct request *req, struct reply *out)
 {
 	json_t *caps = caps_to_json(&agent.caps);
 
@@ -102,7 +103,7 @@ static void handle_capabilities(struct request *req, struct reply *out)
 	reply_json(out, 200, caps);
 }
 
-static void handle_list(struct request *req, struct reply *out)
+void handle_list(struct request *req, struct reply *out)
 {
 	(void)req;
 	reply_json(out, 200, json_pack("{s:o}", "workloads", workloads_list_json()));
@@ -114,7 +115,7 @@ static void reply_created(struct reply *out, struct workload *w)
 	reply_header(out, "Location", "/v1/workloads/%s", workload_id(w));
 }
 
-static void handle_start(struct request *req, struct reply *out)
+void handle_start(struct request *req, struct reply *out)
 {
 	struct start_request sr;
 	struct api_error err;
@@ -134,7 +135,7 @@ static void handle_start(struct request *req, struct reply *out)
 	start_request_free(&sr);
 }
 
-static void handle_get(struct request *req, struct reply *out)
+void handle_get(struct request *req, struct reply *out)
 {
 	struct workload *w = find_or_404(req, out);
 
@@ -144,7 +145,7 @@ static void handle_get(struct request *req, struct reply *out)
 	workload_put(w);
 }
 
-static void handle_delete(struct request *req, struct reply *out)
+void handle_delete(struct request *req, struct reply *out)
 {
 	struct workload *w = find_or_404(req, out);
 	struct api_error err;
@@ -188,12 +189,12 @@ static void run_state_op(struct request *req, struct reply *out, state_op op)
 	workload_put(w);
 }
 
-static void handle_freeze(struct request *req, struct reply *out)
+void handle_freeze(struct request *req, struct reply *out)
 {
 	run_state_op(req, out, workload_freeze);
 }
 
-static void handle_thaw(struct request *req, struct reply *out)
+void handle_thaw(struct request *req, struct reply *out)
 {
 	run_state_op(req, out, workload_thaw);
 }
@@ -240,7 +241,7 @@ static int parse_limit(struct request *req, unsigned int *limit)
 	return 0;
 }
 
-static void handle_signals(struct request *req, struct reply *out)
+void handle_signals(struct request *req, struct reply *out)
 {
 	struct sigmig_image img;
 	struct ctl_reply peek;
@@ -273,7 +274,7 @@ static void handle_signals(struct request *req, struct reply *out)
 	workload_put(w);
 }
 
-static void handle_checkpoint(struct request *req, struct reply *out)
+void handle_checkpoint(struct request *req, struct reply *out)
 {
 	struct ctl_reply peek;
 	struct workload *w;
@@ -297,7 +298,7 @@ static void handle_checkpoint(struct request *req, struct reply *out)
 	workload_put(w);
 }
 
-static void handle_migrate(struct request *req, struct reply *out)
+void handle_migrate(struct request *req, struct reply *out)
 {
 	struct migrate_request mr;
 	struct api_error err;
@@ -379,12 +380,12 @@ static void send_workload_file(struct request *req, struct reply *out,
 	workload_put(w);
 }
 
-static void handle_ledger(struct request *req, struct reply *out)
+void handle_ledger(struct request *req, struct reply *out)
 {
 	send_workload_file(req, out, "ledger", "application/octet-stream");
 }
 
-static void handle_log(struct request *req, struct reply *out)
+void handle_log(struct request *req, struct reply *out)
 {
 	send_workload_file(req, out, "log", "text/plain; charset=utf-8");
 }
@@ -462,7 +463,7 @@ static void do_restore(struct request *req, struct reply *out,
 	workload_put(w);
 }
 
-static void handle_restore(struct request *req, struct reply *out)
+void handle_restore(struct request *req, struct reply *out)
 {
 	struct restore_query q = { .failed = false };
 	struct sigmig_image img;
@@ -497,7 +498,7 @@ out:
 	workload_args_free(&q.args);
 }
 
-static void handle_metrics(struct request *req, struct reply *out)
+void handle_metrics(struct request *req, struct reply *out)
 {
 	size_t len;
 	char *text = metrics_render(&len);
@@ -509,23 +510,3 @@ static void handle_metrics(struct request *req, struct reply *out)
 	reply_bytes(out, 200, "text/plain; version=0.0.4; charset=utf-8",
 		    (uint8_t *)text, len);
 }
-
-const struct route agent_routes[] = {
-	{ "/v1/health", { { M_GET, handle_health, BODY_NONE } } },
-	{ "/v1/capabilities", { { M_GET, handle_capabilities, BODY_NONE } } },
-	{ "/v1/workloads", { { M_GET, handle_list, BODY_NONE },
-			     { M_POST, handle_start, BODY_JSON } } },
-	{ "/v1/workloads/{id}", { { M_GET, handle_get, BODY_NONE },
-				  { M_DELETE, handle_delete, BODY_NONE } } },
-	{ "/v1/workloads/{id}/signals", { { M_GET, handle_signals, BODY_NONE } } },
-	{ "/v1/workloads/{id}/freeze", { { M_POST, handle_freeze, BODY_NONE } } },
-	{ "/v1/workloads/{id}/thaw", { { M_POST, handle_thaw, BODY_NONE } } },
-	{ "/v1/workloads/{id}/checkpoint",
-	  { { M_POST, handle_checkpoint, BODY_NONE } } },
-	{ "/v1/workloads/{id}/migrate", { { M_POST, handle_migrate, BODY_JSON } } },
-	{ "/v1/workloads/{id}/ledger", { { M_GET, handle_ledger, BODY_NONE } } },
-	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE } } },
-	{ "/v1/restore", { { M_POST, handle_restore, BODY_IMAGE } } },
-	{ "/metrics", { { M_GET, handle_metrics, BODY_NONE } } },
-	{ NULL, { { 0, NULL, 0 } } },
-};

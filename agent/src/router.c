@@ -4,7 +4,7 @@
 
 #include "router.h"
 
-/* Defined in handlers.c; tests link a stub table. */
+/* routes.c */
 extern const struct route agent_routes[];
 
 static const struct {

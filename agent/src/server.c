@@ -222,7 +222,10 @@ static bool json_media_type_ok(struct request *req)
 	const char *ct = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_TYPE);
 
-	return !ct || !req->body_len || strncasecmp(ct, "application/json", 16) == 0;
+	/* curl -d labels everything form-urlencoded: accept it as JSON. */
+	return !ct || !req->body_len ||
+	       strncasecmp(ct, "application/json", 16) == 0 ||
+	       strncasecmp(ct, "application/x-www-form-urlencoded", 33) == 0;
 }
 
 /* First call: everything decidable from the request line and headers. */
@@ -382,11 +385,11 @@ int server_start(void)
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 		MHD_USE_ERROR_LOG | MHD_USE_ITC,
 		cfg->port, NULL, NULL, on_request, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 		MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_END);
 	if (!daemon_handle) {
 		log_error("cannot listen on %s:%u", cfg->listen_addr, cfg->port);

@@ -292,4 +292,104 @@ TEST_F(errors, peek_on_empty_blocking_fd_returns_zero)
 	close(fd);
 }
 
+static long raw_read(int fd, void *buf, size_t count)
+{
+	return syscall(SYS_read, fd, buf, count);
+}
+
+/* The SIGRTMIN values pending process-wide, in queue order, as a number. */
+static long shared_values(int fd)
+{
+	siginfo_t rec[8];
+	ssize_t r = sfd_peek(fd, rec, 8, SHARED);
+	long v = 0;
+	int i;
+
+	if (r < 0)
+		return -1;
+	for (i = 0; i < r / SIGINFO_SIZE; i++)
+		v = v * 10 + rec[i].si_value.sival_int;
+	return v;
+}
+
+/*
+ * A read() that cannot copy a record out must leave it queued: a signal
+ * is either delivered to user space or still pending, never dropped. The
+ * same for the classic format, which shares the dequeue path.
+ */
+static void read_efault_keeps_signals(struct __test_metadata *_metadata,
+				      int fd, int peek_fd)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *map;
+
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 3));
+	EXPECT_ERRNO(EFAULT, raw_read(fd, NULL, SIGINFO_SIZE));
+	EXPECT_EQ(123, shared_values(peek_fd)) TH_LOG("a failed read() lost a signal");
+	EXPECT_ERRNO(EFAULT, raw_read(fd, (void *)-4096L, 2 * SIGINFO_SIZE));
+	EXPECT_EQ(123, shared_values(peek_fd)) TH_LOG("a failed read() lost a signal");
+
+	/* Room for one record: a short read, and the second stays queued. */
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+	EXPECT_EQ(SIGINFO_SIZE, read(fd, map + page - SIGINFO_SIZE, 3 * SIGINFO_SIZE));
+	EXPECT_EQ(23, shared_values(peek_fd)) TH_LOG("a short read() lost a signal");
+	munmap(map, 2 * page);
+}
+
+TEST_F(errors, read_efault_nothing_lost_raw)
+{
+	read_efault_keeps_signals(_metadata, self->fd, self->fd);
+}
+
+TEST_F(errors, read_efault_nothing_lost_classic)
+{
+	int classic = open_rtmin(SFD_NONBLOCK);
+
+	ASSERT_LE(0, classic);
+	read_efault_keeps_signals(_metadata, classic, self->fd);
+	close(classic);
+}
+
+/* O_DIRECT is SFD_RAW's bit: F_SETFL must not switch the record format. */
+TEST_F(errors, fcntl_cannot_toggle_mode)
+{
+	const struct signalfd_siginfo *ssi = (const void *)self->buf;
+	const siginfo_t *si = (const void *)self->buf;
+	int classic = open_rtmin(SFD_NONBLOCK);
+	int fl;
+
+	ASSERT_LE(0, classic);
+	fl = fcntl(classic, F_GETFL);
+	ASSERT_LE(0, fl);
+	fcntl(classic, F_SETFL, fl | O_DIRECT | O_DIRECTORY | O_EXCL);
+	fl = fcntl(self->fd, F_GETFL);
+	ASSERT_LE(0, fl);
+	fcntl(self->fd, F_SETFL, fl & ~O_DIRECT);
+
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x77));
+	ASSERT_EQ(SIGINFO_SIZE, pread(classic, self->buf, SIGINFO_SIZE, SHARED));
+	EXPECT_EQ((uint32_t)getpid(), ssi->ssi_pid);
+	EXPECT_EQ(0x77, ssi->ssi_int);
+	ASSERT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, SIGINFO_SIZE, SHARED));
+	EXPECT_EQ(getpid(), si->si_pid);
+	EXPECT_EQ(0x77, si->si_value.sival_int);
+	ASSERT_EQ(SIGINFO_SIZE, read(classic, self->buf, SIGINFO_SIZE));
+	EXPECT_EQ((uint32_t)getpid(), ssi->ssi_pid);
+	EXPECT_EQ(0x77, ssi->ssi_int);
+	close(classic);
+}
+
+/* Only reads are defined: write() has no method, pwrite() no FMODE_PWRITE. */
+TEST_F(errors, write_refused)
+{
+	memset(self->buf, 0, SIGINFO_SIZE);
+	EXPECT_ERRNO(EINVAL, write(self->fd, self->buf, SIGINFO_SIZE));
+	EXPECT_ERRNO(ESPIPE, pwrite(self->fd, self->buf, SIGINFO_SIZE, SHARED));
+}
+
 TEST_HARNESS_MAIN

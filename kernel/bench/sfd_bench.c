@@ -6,6 +6,8 @@
  *   a) pread() on a SFD_RAW signalfd asking for 4096 records per call
  *   b) pread() asking for one record per call (the seeds' v2 usage)
  *   c) PTRACE_PEEKSIGINFO in batches of 32 from a tracer (what CRIU does)
+ *   d) (informative) one pread() with room for the whole queue: the cost of
+ *      the kernel's walk alone, without restarting it between calls
  *
  * A worker child queues N signals to itself (all blocked) with sigqueue()
  * and measures a) and b) on its own queue; the parent then seizes it and
@@ -39,10 +41,10 @@
 #define BATCH_C		32
 #define QUADRATIC_LIMIT_S 20.0
 
-enum method { M_A, M_B, M_C, M_NR };
+enum method { M_A, M_B, M_C, M_D, M_NR };
 
 static const char *const method_name[M_NR] = {
-	"a:pread_x4096", "b:pread_x1", "c:peeksiginfo_x32",
+	"a:pread_x4096", "b:pread_x1", "c:peeksiginfo_x32", "d:pread_x_all",
 };
 
 struct result {
@@ -170,14 +172,16 @@ static struct result read_ptrace(pid_t pid, long n)
 /* Worker: queue, measure a) and b) as asked, report, wait to be traced. */
 static void worker(long n, int run_b, int report_fd, int hold_fd)
 {
-	struct result res[2] = { { -1, 0, 0 }, { -1, 0, 0 } };
+	struct result res[M_NR];
 	sigset_t all;
 	char *buf, c;
-	int fd;
+	int fd, m;
 
+	for (m = 0; m < M_NR; m++)
+		res[m] = (struct result){ -1, 0, 0 };
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	buf = malloc(BATCH_A * REC);
+	buf = malloc((n > BATCH_A ? n : BATCH_A) * REC);
 	if (!buf || queue_signals(n))
 		_exit(2);
 	fd = signalfd(-1, &all, SFD_RAW | SFD_NONBLOCK | SFD_CLOEXEC);
@@ -185,9 +189,12 @@ static void worker(long n, int run_b, int report_fd, int hold_fd)
 		perror("signalfd(SFD_RAW)");
 		_exit(2);
 	}
-	res[0] = best_of(read_pread(fd, n, BATCH_A, buf), read_pread(fd, n, BATCH_A, buf));
+	res[M_A] = best_of(read_pread(fd, n, BATCH_A, buf), read_pread(fd, n, BATCH_A, buf));
 	if (run_b)
-		res[1] = best_of(read_pread(fd, n, 1, buf), read_pread(fd, n, 1, buf));
+		res[M_B] = best_of(read_pread(fd, n, 1, buf), read_pread(fd, n, 1, buf));
+	/* n + 1 so that one call returns everything and a second one the 0 */
+	res[M_D] = best_of(read_pread(fd, n, n + 1 > BATCH_A ? n : BATCH_A, buf),
+			   read_pread(fd, n, n + 1 > BATCH_A ? n : BATCH_A, buf));
 	if (write(report_fd, res, sizeof(res)) != sizeof(res))
 		_exit(2);
 	/* Stay alive, queue intact, until the parent has traced us. */
@@ -235,7 +242,7 @@ static int bench_n(long n, const int run[M_NR], struct result out[M_NR])
 	}
 	close(report[1]);
 	close(hold[0]);
-	if (read(report[0], out, 2 * sizeof(out[0])) != 2 * sizeof(out[0])) {
+	if (read(report[0], out, M_NR * sizeof(out[0])) != M_NR * sizeof(out[0])) {
 		fprintf(stderr, "worker for N=%ld failed\n", n);
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
@@ -301,7 +308,7 @@ static void print_ratio(const char *name, long n, double num, double den,
 int main(void)
 {
 	static struct result res[NSIZES][M_NR];
-	double last[M_NR] = { 0, 0, 0 };
+	double last[M_NR] = { 0 };
 	unsigned int i;
 	int m;
 
@@ -315,7 +322,8 @@ int main(void)
 		int run[M_NR];
 
 		run[M_A] = 1;
-		for (m = M_B; m < M_NR; m++) {
+		run[M_D] = 1;
+		for (m = M_B; m <= M_C; m++) {
 			run[m] = n <= QUADRATIC_MAX_N && last[m] <= QUADRATIC_LIMIT_S;
 			if (n <= QUADRATIC_MAX_N && !run[m])
 				printf("# %s N=%ld skipped: N=%ld took %.1f s > %.0f s\n",
@@ -336,7 +344,7 @@ int main(void)
 			       n, r->seconds, r->seconds * 1e9 / n,
 			       r->ok ? "yes" : "NO");
 			printf("BENCH method=%c n=%ld seconds=%.6f entries=%ld verified=%d\n",
-			       "abc"[m], n, r->seconds, r->entries, r->ok);
+			       "abcd"[m], n, r->seconds, r->entries, r->ok);
 			tap(r->ok, "%s N=%ld returned the %ld queued records in order",
 			    method_name[m], n, n);
 		}
@@ -351,6 +359,10 @@ int main(void)
 		    t_of(res, 10000, M_A), 1, 0, 12);
 	print_ratio("a1M_over_a100k", 1000000, t_of(res, 1000000, M_A),
 		    t_of(res, 100000, M_A), 0, 0, 0);
+	print_ratio("d100k_over_d10k", 100000, t_of(res, 100000, M_D),
+		    t_of(res, 10000, M_D), 0, 0, 0);
+	print_ratio("d1M_over_d100k", 1000000, t_of(res, 1000000, M_D),
+		    t_of(res, 100000, M_D), 0, 0, 0);
 	printf("1..%d\n", tap_no);
 	return tap_failed;
 }

@@ -207,11 +207,13 @@ static struct workload *peek_image(struct request *req, struct reply *out,
 	struct api_error err;
 	int ret;
 
-	if (!require_interface(req, out))
-		return NULL;
 	w = find_or_404(req, out);
 	if (!w)
 		return NULL;
+	if (!require_interface(req, out)) {
+		workload_put(w);
+		return NULL;
+	}
 	if (workload_begin_op(w, &err)) {
 		reply_problem(out, &err, req);
 		workload_put(w);
@@ -310,14 +312,14 @@ void handle_migrate(struct request *req, struct reply *out)
 		reply_error(out, req, 400, verr.code, "%s", verr.detail);
 		return;
 	}
-	if (!require_interface(req, out))
-		return;
 	w = find_or_404(req, out);
 	if (!w)
 		return;
 	if (!workload_has_runtime(w)) {
 		reply_error(out, req, 409, "no_runtime",
 			    "%s has no sigmig runtime to migrate", workload_id(w));
+	} else if (!require_interface(req, out)) {
+		/* the reply is filled */
 	} else if (workload_begin_op(w, &err)) {
 		reply_problem(out, &err, req);
 	} else {

@@ -1,0 +1,253 @@
+#!/bin/sh
+# Every endpoint of sigmig-agent, driven with curl against real sigstorm
+# workloads holding real pending signals, and every documented error.
+# On a kernel without the signalfd interface (the host), the endpoints
+# that need it must answer 503 kernel_unsupported instead.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+AGENT_BIN=${AGENT_BIN:-/sigmig/bin/sigmig-agent}
+BIN_DIR=${BIN_DIR:-/sigmig/bin}
+PORT=${PORT:-18181}
+. "$HERE/lib.sh"
+STATE_DIR=${STATE_DIR:-$WORK/state}
+trap cleanup EXIT INT TERM
+
+for tool in curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend"; do
+	command -v "$tool" >/dev/null || { echo "not ok 1 - missing $tool"; exit 1; }
+done
+
+start_agent --max-body 4K --restore-timeout-ms 60000 --log-level info ||
+	{ echo "not ok 1 - agent did not come up"; cat "$WORK/agent.log"; exit 1; }
+ok "agent listens on $BASE"
+
+# ---------------------------------------------------------------- health, capabilities
+req GET /v1/health
+expect "GET /v1/health" 200
+check "health says ok" test "$(jqb .status)" = ok
+req GET /v1/capabilities
+expect "GET /v1/capabilities" 200
+check "capabilities: kernel release is the running one" test "$(jqb .kernel.release)" = "$(uname -r)"
+check "capabilities: lists sigstorm" jq -e '.programs | index("sigstorm")' "$BODY" >/dev/null
+IFACE=$(jqb .migration)
+echo "# kernel $(uname -r): SFD_RAW $(jqb .signalfd.sfd_raw), queue pread $(jqb .signalfd.queue_pread)"
+if [ -n "${EXPECT_INTERFACE:-}" ]; then
+	check "capabilities: interface present = $EXPECT_INTERFACE" test "$IFACE" = "$EXPECT_INTERFACE"
+fi
+
+# ---------------------------------------------------------------- start, list, inspect
+areq POST /v1/workloads -H 'Content-Type: application/json' \
+	-d '{"program":"sigstorm","args":["--threads","3","--sigpending","100000"]}'
+expect "POST /v1/workloads starts sigstorm" 201
+W=$(jqb .id)
+PID=$(jqb .pid)
+note_pid "$W" "$PID"
+check "201 has Location /v1/workloads/$W" test "$(header Location)" = "/v1/workloads/$W"
+check "started workload is running" test "$(jqb .state)" = running
+req GET /v1/workloads
+expect "GET /v1/workloads" 200
+check "list holds $W" jq -e --arg w "$W" '.workloads | map(.id) | index($w)' "$BODY" >/dev/null
+wait_for 10 sh -c "curl -s $BASE/v1/workloads/$W | jq -e '.runtime.threads | length == 3' >/dev/null" || true
+req GET "/v1/workloads/$W"
+expect "GET /v1/workloads/$W" 200
+check "inspect: runtime reports 3 threads" test "$(jqb '.runtime.threads | length')" = 3
+req HEAD "/v1/workloads/$W"
+expect "HEAD /v1/workloads/$W" 200
+
+# ---------------------------------------------------------------- freeze, pending signals
+areq POST "/v1/workloads/$W/freeze"
+expect "POST freeze" 200
+check "freeze: state frozen" test "$(jqb .workload.state)" = frozen
+areq POST "/v1/workloads/$W/freeze"
+expect "POST freeze twice is 409 wrong_state" 409 wrong_state
+
+areq POST /v1/workloads -d "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"600\",\"--seed\",\"7\"]}"
+expect "POST /v1/workloads starts sigsend (control false)" 201
+S=$(jqb .id)
+note_pid "$S" "$(jqb .pid)"
+check "sigsend finishes" wait_for 120 state_is "$S" exited
+req GET "/v1/workloads/$S"
+check "sigsend exit code 0" test "$(jqb .exit.code)" = 0
+req GET "/v1/workloads/$S/log"
+expect "GET log of sigsend" 200
+
+if [ "$IFACE" = true ]; then
+	req GET "/v1/workloads/$W/signals?limit=100000"
+	expect "GET signals" 200
+	cp "$BODY" "$WORK/signals1.json"
+	TOTAL=$(jqb .pending_total)
+	echo "# pending: $TOTAL ($(jqb '[.threads[].pending.count] | map(tostring) | join("+")') private, $(jqb .shared.count) shared)"
+	check "signals: thousands... at least 100 pending" test "$TOTAL" -ge 100
+	check "signals: 3 threads listed" test "$(jqb '.threads | length')" = 3
+	check "signals: counts add up" jq -e '.pending_total == ([.threads[].pending.count] | add) + .shared.count' "$BODY"
+	check "signals: every record has a name, a code name and 128 raw bytes" \
+		jq -e '[.shared.signals[], .threads[].pending.signals[]] | length > 0 and all(.signal != null and (.raw | length) == 256 and (.layout | type) == "string")' "$BODY"
+	check "signals: rt records carry pid/uid/value and nothing of other layouts" \
+		jq -e '[.shared.signals[], .threads[].pending.signals[] | select(.layout == "rt")] | length > 0 and all(has("pid") and has("uid") and has("value") and (has("timerid") | not) and (has("addr") | not))' "$BODY"
+	check "signals: kill records carry pid/uid only" \
+		jq -e '[.shared.signals[], .threads[].pending.signals[] | select(.layout == "kill")] | all(has("pid") and (has("value") | not))' "$BODY"
+	check "signals: code names seen" jq -e '[.. | .code_name? // empty] | unique | length >= 1' "$BODY"
+	echo "# layouts: $(jq -c '[.shared.signals[], .threads[].pending.signals[] | .code_name] | group_by(.) | map({(.[0]): length}) | add' "$BODY")"
+	req GET "/v1/workloads/$W/signals?limit=100000"
+	check "signals: a second read sees the same queues (PEEK never dequeues)" \
+		sh -c "jq -S 'del(.dump_ns)' '$BODY' >'$WORK/s2' && jq -S 'del(.dump_ns)' '$WORK/signals1.json' >'$WORK/s1' && cmp -s '$WORK/s1' '$WORK/s2'"
+	req GET "/v1/workloads/$W/signals?limit=2"
+	check "signals: limit truncates the lists but not the counts" \
+		jq -e --argjson t "$TOTAL" '.pending_total == $t and ([.threads[].pending.signals | length] | max) <= 2' "$BODY"
+	req GET "/v1/workloads/$W/signals?limit=lots"
+	expect "signals: bad limit is 400" 400 invalid_parameter
+
+	areq POST "/v1/workloads/$W/checkpoint"
+	expect "POST checkpoint" 200
+	cp "$BODY" "$WORK/image"
+	check "checkpoint: application/octet-stream" test "$(header Content-Type)" = application/octet-stream
+	check "checkpoint: X-Sigmig-Signals = pending_total" test "$(header X-Sigmig-Signals)" = "$TOTAL"
+	check "checkpoint: starts with the image magic" sh -c "head -c 8 '$WORK/image' | grep -q SIGMIGIM"
+else
+	req GET "/v1/workloads/$W/signals"
+	expect "GET signals without the kernel interface is 503" 503 kernel_unsupported
+	areq POST "/v1/workloads/$W/checkpoint"
+	expect "checkpoint without the kernel interface is 503" 503 kernel_unsupported
+fi
+
+areq POST "/v1/workloads/$W/thaw"
+expect "POST thaw" 200
+check "thaw: state running" test "$(jqb .workload.state)" = running
+areq POST "/v1/workloads/$W/thaw"
+expect "POST thaw twice is 409 wrong_state" 409 wrong_state
+areq POST "/v1/workloads/$S/freeze"
+expect "freeze an exited workload is 409" 409 wrong_state
+
+# ---------------------------------------------------------------- restore
+if [ "$IFACE" = true ]; then
+	areq POST /v1/restore -H 'Content-Type: application/octet-stream' --data-binary "@$WORK/image"
+	expect "POST /v1/restore restores the checkpoint" 201
+	R=$(jqb .id)
+	note_pid "$R" "$(jqb .pid)"
+	check "restore: running, restored, verified" jq -e '.state == "running" and .restored and .restore.verified == true' "$BODY"
+	check "restore: requeued every signal" test "$(jqb .restore.requeued)" = "$TOTAL"
+	check "restore: same arguments" jq -e '.args == ["--threads","3","--sigpending","100000"]' "$BODY"
+	areq DELETE "/v1/workloads/$R"
+	expect "DELETE the restored workload" 200
+
+	size=$(wc -c <"$WORK/image")
+	head -c $((size / 2)) "$WORK/image" >"$WORK/truncated"
+	areq POST /v1/restore --data-binary "@$WORK/truncated"
+	expect "restore a truncated image is 400 bad_image" 400 bad_image
+	# Flip one byte in the middle of the image.
+	{ head -c $((size / 2)) "$WORK/image"; printf 'X'; tail -c $((size - size / 2 - 1)) "$WORK/image"; } >"$WORK/corrupt"
+	cmp -s "$WORK/image" "$WORK/corrupt" && { tail -c +2 "$WORK/image"; } >/dev/null
+	areq POST /v1/restore --data-binary "@$WORK/corrupt"
+	expect "restore a corrupt image is 400 bad_image" 400 bad_image
+	areq POST /v1/restore
+	expect "restore without a body is 400" 400 empty_body
+	areq POST "/v1/restore?program=nosuchprog" --data-binary "@$WORK/image"
+	expect "restore into an unknown program is 404" 404 unknown_program
+	areq POST "/v1/restore?colour=blue" --data-binary "@$WORK/image"
+	expect "restore with an unknown parameter is 400" 400 unknown_parameter
+else
+	areq POST /v1/restore --data-binary 'SIGMIGIM...'
+	expect "restore without the kernel interface is 503" 503 kernel_unsupported
+fi
+
+# ---------------------------------------------------------------- migrate
+areq POST "/v1/workloads/$W/migrate" -d '{"target":"ftp://x"}'
+expect "migrate: bad target is 400" 400 invalid_field
+areq POST "/v1/workloads/$W/migrate" -d '{"target":"http://127.0.0.1:9","timeout_ms":3000}'
+if [ "$IFACE" = true ]; then
+	expect "migrate to a dead target is 502 target_unreachable" 502 target_unreachable
+	check "after a failed migration the original runs" state_is "$W" running
+	areq POST "/v1/workloads/$W/migrate" -d "{\"target\":\"$BASE\",\"token\":\"wrong\"}"
+	expect "migrate with a token the target refuses is 502 target_rejected" 502 target_rejected
+	check "target_rejected carries the target's code" test "$(jqb .cause)" = unauthorized
+	check "after a rejected migration the original runs" state_is "$W" running
+	areq POST "/v1/workloads/$W/migrate" -d "{\"target\":\"$BASE\",\"token\":\"$TOKEN\"}"
+	expect "migrate to an agent (here: itself) commits" 200
+	cp "$BODY" "$WORK/migrate.json"
+	echo "# migrate timings: $(jq -c .timings "$BODY") signals $(jqb .signals) image $(jqb .image_bytes) B"
+	M=$(jqb .target_workload.id)
+	note_pid "$M" "$(jqb .target_workload.pid)"
+	check "migrate: result committed, timings reported" jq -e '.result == "committed" and .timings.downtime_ms > 0 and .timings.transfer_ms >= 0' "$BODY"
+	check "migrate: the new workload runs restored" jq -e '.target_workload.restored and .target_workload.state == "running"' "$BODY"
+	check "migrate: the original is marked migrated" state_is "$W" migrated
+	check "migrate: the original process is gone" sh -c "! kill -0 $PID 2>/dev/null"
+	areq POST "/v1/workloads/$W/freeze"
+	expect "freeze a migrated workload is 409" 409 wrong_state
+	W=$M
+else
+	expect "migrate without the kernel interface is 503" 503 kernel_unsupported
+fi
+
+# ---------------------------------------------------------------- files, metrics
+req GET "/v1/workloads/$W/ledger"
+expect "GET ledger" 200
+req GET "/v1/workloads/$S/ledger"
+expect "a workload without a runtime has no ledger (404)" 404 no_file
+req GET /metrics
+expect "GET /metrics" 200
+check "metrics: text format" grep -qi '^content-type: text/plain' "$HEADERS"
+check "metrics: requests by route and status" grep -q 'sigmig_agent_http_requests_total{route="/v1/workloads/{id}/freeze",method="POST",status="409"}' "$BODY"
+if [ "$IFACE" = true ]; then
+	check "metrics: migrations by result" grep -q 'sigmig_agent_migrations_total{result="committed"} 1' "$BODY"
+	check "metrics: aborted migrations counted" grep -q 'sigmig_agent_migrations_total{result="aborted"} 2' "$BODY"
+	check "metrics: signals requeued" sh -c "grep '^sigmig_agent_signals_requeued_total' '$BODY' | awk '{exit !(\$2 > 0)}'"
+fi
+
+# ---------------------------------------------------------------- errors
+req GET /v1/nope
+expect "unknown path is 404" 404 not_found
+req GET /v1/workloads/w999999
+expect "unknown workload is 404" 404 unknown_workload
+req GET /v1/workloads/bogus/signals
+expect "malformed workload id is 404" 404 unknown_workload
+req PUT /v1/workloads
+expect "PUT /v1/workloads is 405" 405 method_not_allowed
+check "405 carries Allow" test "$(header Allow)" = "GET, HEAD, POST"
+req DELETE /v1/health
+expect "DELETE /v1/health is 405" 405 method_not_allowed
+req POST /v1/workloads -d '{"program":"sigstorm"}'
+expect "POST without a token is 401" 401 unauthorized
+check "401 carries WWW-Authenticate" sh -c "grep -qi '^www-authenticate: Bearer' '$HEADERS'"
+req POST /v1/workloads -H 'Authorization: Bearer nope' -d '{"program":"sigstorm"}'
+expect "POST with a wrong token is 401" 401 unauthorized
+req DELETE "/v1/workloads/$W"
+expect "DELETE without a token is 401" 401 unauthorized
+areq POST /v1/workloads -d '{"program":'
+expect "malformed JSON is 400" 400 malformed_json
+areq POST /v1/workloads -d '{"program":"sigstorm","colour":1}'
+expect "unknown member is 400" 400 unknown_field
+areq POST /v1/workloads -d '{"program":"../../bin/sh"}'
+expect "a path as program is 400" 400 invalid_field
+areq POST /v1/workloads -d '{"program":"nosuchprog"}'
+expect "unknown program is 404" 404 unknown_program
+areq POST /v1/workloads -d '{"program":"sigstorm","args":["--ctl","/tmp/x"]}'
+expect "agent-owned option is 400" 400 invalid_field
+areq POST /v1/workloads -H 'Content-Type: text/plain' -d '{"program":"sigstorm"}'
+expect "a text/plain body is 415" 415 unsupported_media_type
+head -c 5000 /dev/zero | tr '\0' ' ' >"$WORK/big"
+areq POST /v1/workloads -H 'Content-Type: application/json' --data-binary "@$WORK/big"
+expect "a body over --max-body is 413" 413 body_too_large
+areq POST /v1/workloads -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary "@$WORK/big"
+expect "a chunked body over --max-body is 413" 413 body_too_large
+areq POST "/v1/workloads/$S/migrate" -d '{"target":"http://127.0.0.1:9"}'
+expect "migrating a workload without runtime is 409" 409 no_runtime
+
+# ---------------------------------------------------------------- stop, shutdown
+areq DELETE "/v1/workloads/$S"
+expect "DELETE an exited workload" 200
+areq DELETE "/v1/workloads/$S"
+expect "DELETE it again is 404" 404 unknown_workload
+areq POST "/v1/workloads/$W/freeze"
+expect "freeze before SIGTERM" 200
+SOCK=$(jqb .workload.ctl_socket)
+WPID=$(jqb .workload.pid)
+stop_agent
+check "SIGTERM: the agent exits" sh -c "! kill -0 $WPID 2>/dev/null || true"
+if command -v "$BIN_DIR/sigmig-ctl" >/dev/null 2>&1; then
+	check "SIGTERM: the frozen workload was thawed" sh -c "'$BIN_DIR/sigmig-ctl' '$SOCK' STATUS | grep -q '\"state\":\"running\"'"
+else
+	check "SIGTERM: agent logged the thaw" grep -q "shutdown: thawed $W" "$WORK/agent.log"
+fi
+check "SIGTERM: the workload survives the agent" kill -0 "$WPID"
+kill -KILL "$WPID" 2>/dev/null || true
+grep -c ' error: ' "$WORK/agent.log" | sed 's/^/# agent error lines: /'
+finish

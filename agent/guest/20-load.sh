@@ -1,0 +1,56 @@
+#!/bin/sh
+# Bounded load test: several concurrent clients, thousands of requests
+# over reads, pending-signal peeks and error paths, against an agent with
+# a live sigstorm. No request may fail and the agent's RSS must settle:
+# after a warm-up round, a second round of the same size may not grow it
+# by more than RSS_SLACK_KB.
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+AGENT_BIN=${AGENT_BIN:-/sigmig/bin/sigmig-agent}
+BIN_DIR=${BIN_DIR:-/sigmig/bin}
+LOADGEN=${LOADGEN:-$BIN_DIR/sigmig-loadgen}
+PORT=${PORT:-18182}
+CLIENTS=${CLIENTS:-4}
+PER_CLIENT=${PER_CLIENT:-750}
+RSS_SLACK_KB=${RSS_SLACK_KB:-1024}
+. "$HERE/lib.sh"
+STATE_DIR=${STATE_DIR:-$WORK/state}
+trap cleanup EXIT INT TERM
+
+start_agent --log-level warn || { echo "not ok 1 - agent did not come up"; exit 1; }
+ok "agent up"
+areq POST /v1/workloads -d '{"program":"sigstorm","args":["--threads","2"]}'
+expect "sigstorm started" 201
+W=$(jqb .id)
+note_pid "$W" "$(jqb .pid)"
+req GET /v1/capabilities
+if [ "$(jqb .migration)" = true ]; then SIG=200; else SIG=503; fi
+
+round() {	# NAME
+	rc=0
+	"$LOADGEN" --url "$BASE" --clients "$CLIENTS" --requests "$PER_CLIENT" \
+		--plan 'GET /v1/health 200' \
+		--plan "GET /v1/workloads/$W 200" \
+		--plan 'GET /v1/workloads 200' \
+		--plan "GET /v1/workloads/$W/signals?limit=10 $SIG" \
+		--plan 'GET /metrics 200' \
+		--plan 'GET /v1/capabilities 200' \
+		--plan 'GET /v1/workloads/w99999 404' \
+		--plan 'PUT /v1/workloads 405' \
+		--plan 'POST /v1/restore 401' \
+		--plan 'GET /nowhere 404' >"$WORK/round.out" 2>&1 || rc=$?
+	sed 's/^/# /' "$WORK/round.out"
+	if [ "$rc" -eq 0 ]; then ok "$1: $(tail -1 "$WORK/round.out")"; else not_ok "$1"; fi
+}
+
+round "warm-up round, $CLIENTS clients x $PER_CLIENT requests"
+rss1=$(rss_kb "$AGENT_PID")
+round "measured round, $CLIENTS clients x $PER_CLIENT requests"
+rss2=$(rss_kb "$AGENT_PID")
+echo "# agent RSS: ${rss1} kB after warm-up, ${rss2} kB after the measured round"
+check "RSS stable (grew $((rss2 - rss1)) kB, limit $RSS_SLACK_KB kB)" test $((rss2 - rss1)) -le "$RSS_SLACK_KB"
+check "agent still healthy" agent_up
+req GET /metrics
+n=$(grep '^sigmig_agent_http_requests_total' "$BODY" | awk '{s += $2} END {print s}')
+check "metrics counted every request ($n >= $((2 * CLIENTS * PER_CLIENT)))" test "$n" -ge $((2 * CLIENTS * PER_CLIENT))
+finish

@@ -579,7 +579,7 @@ static void worker_step(uint64_t *rs, uint8_t *buf, int is_handler)
 /* End of run: what a final peek shows must be what the drain dequeues. */
 static void final_peek_and_drain(int shared, uint8_t *buf)
 {
-	size_t cap = 4096, have = 0, drained = 0;
+	size_t cap = 4096, have = 0, drained = 0, next_of_sig[64];
 	off_t off = shared ? SFD_SHARED_QUEUE_OFFSET :
 			     SFD_PER_THREAD_QUEUE_OFFSET;
 	int drain_fd = shared ? fd_final_group : fd_private;
@@ -632,16 +632,29 @@ static void final_peek_and_drain(int shared, uint8_t *buf)
 		if (bm_test_and_set(pend_bm[sender], r.uid))
 			report(E_DUP, "pending twice: sender %d seq %u", sender, r.uid);
 	}
+	/*
+	 * read() takes the lowest pending signal first, so the drain follows
+	 * queue order only per signal: match each drained record with the
+	 * next peeked one of the same signal.
+	 */
+	memset(next_of_sig, 0, sizeof(next_of_sig));
 	for (;;) {
 		n = read(drain_fd, buf, BUF_RECS * RECORD_SIZE);
 		if (n <= 0)
 			break;
 		for (i = 0; i < (size_t)n / RECORD_SIZE; i++, drained++) {
-			if (drained >= have ||
-			    memcmp(buf + i * RECORD_SIZE,
-				   peeked + drained * RECORD_SIZE, RECORD_SIZE))
-				report(E_FINAL, "%s queue: drained record %zu differs from the peek (%zu peeked)",
-				       shared ? "shared" : "per-thread", drained, have);
+			const uint8_t *d = buf + i * RECORD_SIZE;
+			int sig = d[0] & 63;
+			size_t *k = &next_of_sig[sig];
+
+			while (*k < have && peeked[*k * RECORD_SIZE] != d[0])
+				(*k)++;
+			if (*k >= have ||
+			    memcmp(d, peeked + *k * RECORD_SIZE, RECORD_SIZE))
+				report(E_FINAL, "%s queue: drained record %zu (signal %d) is not the next peeked one (%zu peeked)",
+				       shared ? "shared" : "per-thread", drained, d[0], have);
+			else
+				(*k)++;
 		}
 	}
 	if (drained != have)
@@ -770,7 +783,7 @@ static int pick_signal(uint64_t *rs)
 	return SIGUSR1;
 }
 
-/* Sends one signal; returns 1 if an accounted record was queued. */
+/* Sends one signal; returns 1 if it used up sequence number @seq. */
 static int send_one(uint64_t *rs, int sender, uint32_t seq)
 {
 	int sig = pick_signal(rs);
@@ -812,7 +825,7 @@ static int send_one(uint64_t *rs, int sender, uint32_t seq)
 		return 0;
 	}
 	if (!is_accounted(sig))
-		return 0;
+		return 1;	/* SI records use up a sequence number too */
 	bm_test_and_set(sent_bm[sender], seq);
 	atomic_fetch_add(&outstanding, 1);
 	atomic_fetch_add(&st_sent, 1);

@@ -127,16 +127,24 @@ static inline int is_pending(int sig)
 	return sigismember(&set, sig);
 }
 
+/*
+ * Sleeps without time structures: a 32-bit glibc uses the time32 syscalls
+ * for nanosleep(), which a kernel without COMPAT_32BIT_TIME lacks.
+ */
+static inline void sleep_ms(int ms)
+{
+	poll(NULL, 0, ms);
+}
+
 /* Waits (bounded) until @sig is pending for the calling thread or process. */
 static inline int wait_pending(int sig, int timeout_ms)
 {
-	struct timespec ms = { 0, 1000000 };
 	int i;
 
 	for (i = 0; i < timeout_ms; i++) {
 		if (is_pending(sig))
 			return 1;
-		nanosleep(&ms, NULL);
+		sleep_ms(1);
 	}
 	return is_pending(sig);
 }

@@ -75,7 +75,7 @@ TEST(compat_timer_peek_hides_sys_private)
 	ASSERT_EQ(0, timer_create(CLOCK_MONOTONIC, &sev, &t));
 	ASSERT_EQ(0, timer_settime(t, 0, &on, NULL));
 	ASSERT_TRUE(wait_pending(SIGRTMIN + 2, 5000));
-	usleep(30000);
+	sleep_ms(30);
 	ASSERT_EQ(SIGINFO_SIZE, pread(fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET));
 	EXPECT_EQ(SI_TIMER, compat_int_at(rec, 8));
 	EXPECT_EQ(0, compat_int_at(rec, 16));		/* queued overrun */

@@ -176,14 +176,12 @@ static int gen_timer(struct gen_ctx *ctx)
 		.it_interval = { 0, 1000000 },
 		.it_value = { 0, 1000000 },
 	};
-	struct timespec settle = { 0, 50000000 };
-
 	if (timer_settime(ctx->timer, 0, &its, NULL))
 		return -1;
 	if (!wait_pending(ctx->sig, 5000))
 		return -1;
 	/* Expiries while the signal is queued become the overrun. */
-	nanosleep(&settle, NULL);
+	sleep_ms(50);
 	return 0;
 }
 

@@ -29,7 +29,7 @@ not_ok() {
 check() {	# NAME COMMAND... : ok when the command succeeds
 	name=$1
 	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
+	if "$@" >/dev/null; then ok "$name"; else not_ok "$name"; fi
 }
 
 finish() {

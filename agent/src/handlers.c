@@ -153,7 +153,7 @@ void handle_delete(struct request *req, struct reply *out)
 
 	if (!w)
 		return;
-	if (workload_begin_op(w, &err)) {
+	if (workload_begin_op(w, 0, &err)) {
 		reply_problem(out, &err, req);
 	} else {
 		workload_stop(w, &final, &err);
@@ -174,7 +174,7 @@ static void run_state_op(struct request *req, struct reply *out, state_op op)
 
 	if (!w)
 		return;
-	if (workload_begin_op(w, &err)) {
+	if (workload_begin_op(w, 0, &err)) {
 		reply_problem(out, &err, req);
 		workload_put(w);
 		return;
@@ -214,7 +214,8 @@ static struct workload *peek_image(struct request *req, struct reply *out,
 		workload_put(w);
 		return NULL;
 	}
-	if (workload_begin_op(w, &err)) {
+	/* Readers queue behind each other rather than fail. */
+	if (workload_begin_op(w, OP_WAIT_READ_MS, &err)) {
 		reply_problem(out, &err, req);
 		workload_put(w);
 		return NULL;
@@ -320,7 +321,7 @@ void handle_migrate(struct request *req, struct reply *out)
 			    "%s has no sigmig runtime to migrate", workload_id(w));
 	} else if (!require_interface(req, out)) {
 		/* the reply is filled */
-	} else if (workload_begin_op(w, &err)) {
+	} else if (workload_begin_op(w, 0, &err)) {
 		reply_problem(out, &err, req);
 	} else {
 		if (migrate_workload(w, &mr, &result, &err))

@@ -710,11 +710,28 @@ fail:
 	return -1;
 }
 
-int workload_begin_op(struct workload *w, struct api_error *err)
+static void deadline_after(struct timespec *ts, unsigned int ms)
 {
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+int workload_begin_op(struct workload *w, unsigned int wait_ms,
+		      struct api_error *err)
+{
+	struct timespec until;
 	bool taken;
 
+	deadline_after(&until, wait_ms);
 	pthread_mutex_lock(&table.lock);
+	while (w->busy && wait_ms &&
+	       pthread_cond_timedwait(&table.changed, &table.lock, &until) == 0)
+		;
 	taken = w->busy;
 	w->busy = true;
 	pthread_mutex_unlock(&table.lock);
@@ -728,6 +745,7 @@ void workload_end_op(struct workload *w)
 {
 	pthread_mutex_lock(&table.lock);
 	w->busy = false;
+	pthread_cond_broadcast(&table.changed);
 	pthread_mutex_unlock(&table.lock);
 }
 

@@ -56,9 +56,12 @@ void workloads_count(unsigned int *running, unsigned int *exited);
 
 /*
  * One state-changing operation at a time per workload: a thaw must not
- * slip into a migration. Returns -1 with 409 "workload_busy" when taken.
+ * slip into a migration. Waits up to @wait_ms (0: not at all) for the
+ * current one, then fails with 409 "workload_busy".
  */
-int workload_begin_op(struct workload *w, struct api_error *err);
+#define OP_WAIT_READ_MS		30000
+int workload_begin_op(struct workload *w, unsigned int wait_ms,
+		      struct api_error *err);
 void workload_end_op(struct workload *w);
 
 /* Stops (SIGTERM, then SIGKILL) and forgets the workload. */

@@ -120,7 +120,8 @@ stop_agent() {
 		i=$((i + 1))
 	done
 	kill -KILL "$AGENT_PID" 2>/dev/null || true
-	wait "$AGENT_PID" 2>/dev/null || true
+	AGENT_RC=0
+	wait "$AGENT_PID" 2>/dev/null || AGENT_RC=$?
 	AGENT_PID=""
 }
 

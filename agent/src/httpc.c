@@ -239,6 +239,19 @@ int httpc_post(const struct target_url *target, const char *path_query,
 			   len, deadline, stall_ms);
 	t2 = mono_s();
 	res->send_s = t2 - t1;
+	if (err && err != ETIMEDOUT) {
+		/*
+		 * A server that refuses from the headers (401, 413) answers
+		 * and closes while the body is still going out: its answer
+		 * says more than the broken pipe.
+		 */
+		if (receive_response(fd, mono_s() + 2, res) == 0 && res->status) {
+			res->wait_s = 0;
+			close(fd);
+			return 0;
+		}
+		http_result_free(res);
+	}
 	if (err) {
 		close(fd);
 		return fail(res, "send", err);

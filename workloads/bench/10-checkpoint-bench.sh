@@ -19,7 +19,7 @@ bench_one() {
 	echo $STORM_PID > $WORK/pid.$n
 	reply=$(sigmig-ctl $sock FREEZE) || return 1
 	freeze_ns=$(echo "$reply" | json_field freeze_ns)
-	start_sender $WORK/pid.$n $WORK/send.$n --count $n --std-percent 0 --kinds sigqueue,tgsigqueue
+	start_sender $WORK/pid.$n $WORK/send.$n --count $n --rate 0 --std-percent 0 --kinds sigqueue,tgsigqueue
 	wait_until 600 exited $SENDER_PID || return 1
 	reply=$(sigmig-ctl $sock DUMP --out $WORK/image.$n) || return 1
 	dump_ns=$(echo "$reply" | json_field dump_ns)

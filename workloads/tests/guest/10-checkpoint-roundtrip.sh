@@ -8,7 +8,7 @@ rm -rf $WORK && mkdir -p $WORK
 SOCK=/run/sigmig/roundtrip.sock
 SOCK2=/run/sigmig/roundtrip-restored.sock
 
-start_storm $SOCK $WORK/ledger.1
+start_storm $SOCK $WORK/ledger.1 --timer-us 10000
 ok $? "sigstorm started (pid $STORM_PID)"
 echo $STORM_PID > $WORK/pid
 start_sender $WORK/pid $WORK/send.log
@@ -16,8 +16,12 @@ sleep 3
 reply=$(sigmig-ctl $SOCK FREEZE)
 ok $? "FREEZE under load: $reply"
 sleep 3	# the sender keeps sending: everything stays pending
+note "sends so far: $(grep -c '^S' $WORK/send.log), $(grep SigQ /proc/$STORM_PID/status)"
+meminfo
+note "pausing the sender"
 pause_sender $WORK/send.log
 ok $? "sender paused after $(grep -c '^S' $WORK/send.log) sends"
+note "dumping"
 reply=$(sigmig-ctl $SOCK DUMP --out $WORK/image)
 ok $? "DUMP: $reply"
 signals=$(echo "$reply" | json_field signals)

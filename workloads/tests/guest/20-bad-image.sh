@@ -8,7 +8,7 @@ rm -rf $WORK && mkdir -p $WORK
 SOCK=/run/sigmig/bad.sock
 SOCK2=/run/sigmig/bad-restore.sock
 
-start_storm $SOCK $WORK/ledger.1
+start_storm $SOCK $WORK/ledger.1 --timer-us 10000
 ok $? "sigstorm started"
 echo $STORM_PID > $WORK/pid
 start_sender $WORK/pid $WORK/send.log

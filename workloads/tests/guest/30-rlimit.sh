@@ -8,12 +8,12 @@ rm -rf $WORK && mkdir -p $WORK
 SOCK=/run/sigmig/rlimit.sock
 SOCK2=/run/sigmig/rlimit-restore.sock
 
-start_storm $SOCK $WORK/ledger.1
+start_storm $SOCK $WORK/ledger.1 --timer-us 10000
 ok $? "sigstorm started"
 echo $STORM_PID > $WORK/pid
 sigmig-ctl $SOCK FREEZE >/dev/null
 ok $? "FREEZE"
-start_sender $WORK/pid $WORK/send.log --count 3000 --std-percent 0 --kinds sigqueue,tgsigqueue
+start_sender $WORK/pid $WORK/send.log --count 3000 --rate 0 --std-percent 0 --kinds sigqueue,tgsigqueue
 wait_until 120 exited $SENDER_PID
 reply=$(sigmig-ctl $SOCK DUMP --out $WORK/image)
 signals=$(echo "$reply" | json_field signals)

@@ -17,6 +17,10 @@ ok() {	# ok COND_STATUS NAME: status 0 = pass
 
 note() { echo "# $*"; }
 
+meminfo() {
+	note "mem: $(grep -E '^(MemFree|Slab|Shmem):' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
+}
+
 finish() {
 	cleanup
 	echo "1..$TAP_N"
@@ -65,12 +69,10 @@ start_storm() {
 	wait_until 20 status_is "$sock" running
 }
 
-# pause_sender LOG: SIGUSR1, then wait for its N-th "P" line
+# pause_sender LOG: SIGUSR1, then wait for its "P" line (last line once paused)
 pause_sender() {
-	local before
-	before=$(grep -c '^P' "$1")
 	kill -USR1 "$SENDER_PID"
-	wait_until 20 sh -c "[ \$(grep -c '^P' '$1') -gt $before ]"
+	wait_until 30 sh -c "tail -n 1 '$1' | grep -q '^P'"
 }
 
 # settled LEDGER: no new line for a second
@@ -86,7 +88,7 @@ settled() {
 start_sender() {
 	local pidfile=$1 log=$2
 	shift 2
-	sigsend --pid-file "$pidfile" --log "$log" --rate 0 "$@" 2>>"$WORK/send.err" &
+	sigsend --pid-file "$pidfile" --log "$log" --rate "${SEND_RATE:-2000}" "$@" 2>>"$WORK/send.err" &
 	SENDER_PID=$!
 	track $SENDER_PID
 }

@@ -29,8 +29,6 @@
 #define SIGNALS_LIMIT_MAX	1000000
 #define FILE_REPLY_MAX		(256u << 20)
 
-static time_t started_at;
-
 static bool require_interface(struct request *req, struct reply *out)
 {
 	if (caps_interface_ok(&agent.caps))
@@ -57,12 +55,10 @@ void handle_health(struct request *req, struct reply *out)
 	unsigned int running, exited;
 
 	(void)req;
-	if (!started_at)
-		started_at = time(NULL);
 	workloads_count(&running, &exited);
 	reply_json(out, 200, json_pack("{s:s, s:s, s:I, s:i}", "status", "ok",
 				       "version", AGENT_VERSION, "uptime_s",
-				       (json_int_t)(time(NULL) - started_at),
+				       (json_int_t)(time(NULL) - agent.started),
 				       "workloads", (int)(running + exited)));
 }
 

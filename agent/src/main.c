@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "caps.h"
 #include "config.h"
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
 	log_set_level(config.log_level);
 	block_shutdown_signals(&set);
 	agent.cfg = &config;
+	agent.started = time(NULL);
 	caps_probe(&agent.caps);
 	log_startup();
 	if (workloads_init(&config) || server_start()) {

@@ -55,6 +55,7 @@ struct reply {
 struct agent_context {
 	const struct agent_config *cfg;
 	struct kernel_caps caps;
+	time_t started;
 };
 
 extern struct agent_context agent;

@@ -887,9 +887,13 @@ int workload_commit(struct workload *w, const char *target, json_t **result)
 
 int workload_stop(struct workload *w, json_t **final, struct api_error *err)
 {
+	struct ctl_reply reply;
+
 	(void)err;
 	if (!is_exited(w)) {
 		/* A frozen runtime blocks SIGTERM: let it go first. */
+		if (w->control && ctl_request(w->sock, "THAW", 2000, &reply) == 0)
+			ctl_reply_free(&reply);
 		kill_group(w, SIGCONT);
 		kill_group(w, SIGTERM);
 		if (!wait_exit(w, STOP_GRACE_MS)) {

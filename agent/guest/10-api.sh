@@ -160,13 +160,21 @@ if [ "$IFACE" = true ]; then
 	expect "migrate with a token the target refuses is 502 target_rejected" 502 target_rejected
 	check "target_rejected carries the target's code" test "$(jqb .cause)" = unauthorized
 	check "after a rejected migration the original runs" state_is "$W" running
+	# Pile up queued signals, as an operator would before migrating.
+	areq POST "/v1/workloads/$W/freeze"
+	expect "freeze before migrating" 200
+	areq POST /v1/workloads -d "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"400\",\"--seed\",\"9\",\"--kinds\",\"sigqueue,tgsigqueue\"]}"
+	S2=$(jqb .id)
+	note_pid "$S2" "$(jqb .pid)"
+	check "sigsend into the frozen workload finishes" wait_for 120 state_is "$S2" exited
 	areq POST "/v1/workloads/$W/migrate" -d "{\"target\":\"$BASE\",\"token\":\"$TOKEN\"}"
-	expect "migrate to an agent (here: itself) commits" 200
+	expect "migrate a frozen workload to an agent (here: itself) commits" 200
 	cp "$BODY" "$WORK/migrate.json"
 	echo "# migrate timings: $(jq -c .timings "$BODY") signals $(jqb .signals) image $(jqb .image_bytes) B"
 	M=$(jqb .target_workload.id)
 	note_pid "$M" "$(jqb .target_workload.pid)"
 	check "migrate: result committed, timings reported" jq -e '.result == "committed" and .timings.downtime_ms > 0 and .timings.transfer_ms >= 0' "$BODY"
+	check "migrate: pending signals moved ($(jqb .signals))" jq -e '.signals > 0 and .target_workload.restore.requeued == .signals' "$BODY"
 	check "migrate: the new workload runs restored" jq -e '.target_workload.restored and .target_workload.state == "running"' "$BODY"
 	check "migrate: the original is marked migrated" state_is "$W" migrated
 	check "migrate: the original process is gone" sh -c "! kill -0 $PID 2>/dev/null"

@@ -111,14 +111,32 @@ static void describe_transfer_failure(const struct migrate_request *req,
 	snprintf(err->cause, sizeof(err->cause), "%s", res->failed_phase);
 }
 
+/* A workload the operator froze beforehand is migrated as it is. */
+static bool already_frozen(struct workload *w)
+{
+	struct api_error err;
+	struct ctl_reply status;
+	const char *state;
+	bool frozen;
+
+	if (workload_ctl(w, "STATUS", CTL_TIMEOUT_MS, &status, &err))
+		return false;
+	state = json_string_value(json_object_get(status.json, "state"));
+	frozen = state && strcmp(state, "frozen") == 0;
+	ctl_reply_free(&status);
+	return frozen;
+}
+
 static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
 			   struct timings *t, struct api_error *err)
 {
 	json_t *result = NULL;
 	double t1;
 
-	if (workload_freeze(w, &result, err))
-		return -1;	/* nothing frozen, nothing to undo */
+	if (workload_freeze(w, &result, err)) {
+		if (strcmp(err->code, "wrong_state") != 0 || !already_frozen(w))
+			return -1;	/* nothing frozen, nothing to undo */
+	}
 	json_decref(result);
 	t1 = mono_s();
 	t->freeze = t1 - t->start;

@@ -31,6 +31,14 @@ round() {	# NAME
 	"$LOADGEN" --url "$BASE" --clients "$CLIENTS" --requests "$PER_CLIENT" \
 		--plan 'GET /v1/health 200' \
 		--plan "GET /v1/workloads/$W 200" \
+		--plan 'GET /v1/health 200' \
+		--plan 'GET /v1/workloads 200' \
+		--plan "GET /v1/workloads/$W/ledger 200" \
+		--plan 'HEAD /v1/capabilities 200' \
+		--plan 'DELETE /v1/workloads/w99999 401' \
+		--plan 'GET /v1/workloads/w1x 404' \
+		--plan 'POST /metrics 405' \
+		--plan "GET /v1/workloads/$W/log 200" \
 		--plan 'GET /v1/workloads 200' \
 		--plan "GET /v1/workloads/$W/signals?limit=10 $SIG" \
 		--plan 'GET /metrics 200' \

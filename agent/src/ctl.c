@@ -36,24 +36,31 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-static int connect_unix(const char *path)
+/*
+ * The runtime serves one request at a time: while it dumps, concurrent
+ * clients fill its listen backlog and a non-blocking connect() fails
+ * with EAGAIN. That is "busy", not "gone": retry until the deadline.
+ */
+static int connect_unix(const char *path, int64_t deadline)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd;
+	int fd, err;
 
 	if (strlen(path) >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(addr.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		int err = -errno;
-
+	for (;;) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
+			return fd;
+		err = -errno;
 		close(fd);
-		return err;
+		if (err != -EAGAIN || now_ms() >= deadline)
+			return err == -EAGAIN ? -ETIMEDOUT : err;
+		poll(NULL, 0, 5);
 	}
-	return fd;
 }
 
 static int send_all(int fd, const char *buf, size_t len, int64_t deadline)
@@ -213,7 +220,7 @@ int ctl_request(const char *sock_path, const char *verb, int timeout_ms,
 	int fd, err;
 
 	memset(reply, 0, sizeof(*reply));
-	fd = connect_unix(sock_path);
+	fd = connect_unix(sock_path, deadline);
 	if (fd < 0)
 		return fd;
 	err = exchange(fd, verb, deadline, reply);

@@ -22,6 +22,7 @@
 #include "validate.h"
 
 #define PLAN_MAX 32
+#define KEEP 4096
 
 struct plan_entry {
 	char method[16];
@@ -61,7 +62,8 @@ static int connect_once(void)
 }
 
 /* Returns the HTTP status, or 0 on an I/O or protocol error. */
-static unsigned int one_request(const struct plan_entry *e)
+static unsigned int one_request(const struct plan_entry *e, char *excerpt,
+				size_t excerpt_len)
 {
 	char buf[65536], head[1024];
 	unsigned int status = 0;
@@ -80,10 +82,18 @@ static unsigned int one_request(const struct plan_entry *e)
 	if (send(fd, head, (size_t)hl, MSG_NOSIGNAL) != hl)
 		goto out;
 	/* Read to EOF so that the server finishes the exchange. */
-	while ((n = recv(fd, buf + (len < 64 ? len : 64), sizeof(buf) - 64, 0)) > 0)
+	/* Keep the first KEEP bytes (status, headers, start of body). */
+	while ((n = recv(fd, buf + (len < KEEP ? len : KEEP),
+			 sizeof(buf) - KEEP - 1, 0)) > 0)
 		len += (size_t)n;
 	if (n == 0 && len >= 12)
 		sscanf(buf, "HTTP/1.%*d %u", &status);
+	/* What a failure said, for the report: the start of its body. */
+	buf[len < KEEP ? len : KEEP] = '\0';
+	if (strstr(buf, "\r\n\r\n"))
+		snprintf(excerpt, excerpt_len, "%s", strstr(buf, "\r\n\r\n") + 4);
+	else
+		excerpt[0] = '\0';
 out:
 	close(fd);
 	return status;
@@ -94,14 +104,16 @@ static void *client_main(void *arg)
 	unsigned long id = (unsigned long)arg, bad = 0;
 	unsigned int i, got;
 	const struct plan_entry *e;
+	char excerpt[64];
 
 	for (i = 0; i < requests_per_client; i++) {
 		e = &plan[(i + id) % nplan];
-		got = one_request(e);
+		got = one_request(e, excerpt, sizeof(excerpt));
 		if (got != e->expect) {
 			if (bad < 5)
-				fprintf(stderr, "# client %lu: %s %s -> %u, expected %u\n",
-					id, e->method, e->path, got, e->expect);
+				fprintf(stderr, "# client %lu: %s %s -> %u, expected %u: %s\n",
+					id, e->method, e->path, got, e->expect,
+					excerpt);
 			bad++;
 		}
 	}

@@ -379,6 +379,8 @@ int main(int argc, char **argv)
 			perror("sigstorm: pthread_create");
 			return 2;
 		}
+	if (opt.restore && sigmig_runtime_wait_ready(NULL, 0))
+		return 3;	/* not reached: a failed restore exits 3 itself */
 	if (opt.duration > 0) {
 		sleep_ms(opt.duration * 1000);
 		stop = 1;

@@ -109,6 +109,7 @@ int sigmig_dump(uint8_t **img, size_t *len, uint64_t *nsignals, char *err,
 int sigmig_restore_prepare(const char *path);
 int sigmig_restore_start(void);
 int sigmig_restore_thread(struct rt_thread *t);
+int sigmig_restore_claim_leader(void);
 
 /* ctl.c */
 int sigmig_ctl_listen(const char *path);

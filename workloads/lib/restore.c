@@ -200,12 +200,51 @@ static void enter_image_mask(struct rt_thread *t)
 	pthread_sigmask(SIG_SETMASK, &set, NULL);
 }
 
+/* Execute one restore command on the calling thread, which must be @t. */
+static int run_cmd(struct rt_thread *t, uint32_t cmd)
+{
+	if (cmd == CMD_REQUEUE)
+		return t->image ? requeue_private(t) : 0;
+	if (cmd == CMD_PEEK)
+		return sigmig_peek_queue(0, &t->peek, t->err, sizeof(t->err));
+	if (cmd == CMD_GO)
+		enter_image_mask(t);
+	return 0;
+}
+
+static void *restorer_main(void *arg);
+static _Atomic int restorer_claimed;
+
+static int is_leader(void)
+{
+	return syscall(SYS_gettid) == getpid();
+}
+
+/*
+ * rt_sigqueueinfo() accepts a si_code >= 0 only from the thread whose tid
+ * is the pid it targets (kernel: task_pid_vnr(current) != pid -> EPERM), so
+ * the restore, which requeues the shared queue, runs on the main thread:
+ * in sigmig_thread_register() if main is an application thread, else in
+ * sigmig_runtime_wait_ready(), which main must then call.
+ */
+int sigmig_restore_claim_leader(void)
+{
+	int expected = 0;
+
+	if (!is_leader() || !atomic_compare_exchange_strong(&restorer_claimed, &expected, 1))
+		return 0;
+	restorer_main(NULL);
+	return 1;
+}
+
 /* Called from sigmig_thread_register(): serve the restorer until GO. */
 int sigmig_restore_thread(struct rt_thread *t)
 {
 	uint32_t cmd;
 
 	t->image = image_thread((unsigned int)(t - sigmig_rt.threads));
+	if (sigmig_restore_claim_leader())
+		return 0;
 	for (;;) {
 		cmd = atomic_load(&t->cmd);
 		if (cmd == CMD_NONE) {
@@ -213,12 +252,7 @@ int sigmig_restore_thread(struct rt_thread *t)
 			continue;
 		}
 		atomic_store(&t->cmd, CMD_NONE);
-		if (cmd == CMD_REQUEUE)
-			t->result = t->image ? requeue_private(t) : 0;
-		else if (cmd == CMD_PEEK)
-			t->result = sigmig_peek_queue(0, &t->peek, t->err, sizeof(t->err));
-		else if (cmd == CMD_GO)
-			enter_image_mask(t);
+		t->result = run_cmd(t, cmd);
 		atomic_fetch_add(&t->acked, 1);
 		sigmig_futex_wake(&t->acked);
 		if (cmd == CMD_GO)
@@ -348,7 +382,12 @@ static int post_all(uint32_t cmd, const char *what)
 	for (i = 0; i < sigmig_rt.nthreads; i++) {
 		struct rt_thread *t = &sigmig_rt.threads[i];
 
-		ret = sigmig_post(t, cmd, STEP_TIMEOUT_MS);
+		if (t == sigmig_self) {
+			t->err[0] = '\0';
+			ret = t->result = run_cmd(t, cmd);
+		} else {
+			ret = sigmig_post(t, cmd, STEP_TIMEOUT_MS);
+		}
 		if (ret)
 			return fail(ret, "%s, thread %u (tid %d): %s", what, i, t->tid,
 				    ret == -ETIMEDOUT ? "timed out" : t->err);
@@ -487,16 +526,7 @@ static void *restorer_main(void *arg)
 
 int sigmig_restore_start(void)
 {
-	pthread_t th;
-	sigset_t all, old;
-	int ret;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&th, NULL, restorer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
-		return -ret;
-	pthread_detach(th);
+	if (!is_leader())
+		return fail(-EINVAL, "restore must be started from the main thread");
 	return 0;
 }

@@ -216,8 +216,8 @@ int sigmig_runtime_start(const struct sigmig_runtime_opts *opts)
 	ret = start_ctl_thread();
 	if (ret)
 		return ret;
-	if (sigmig_rt.restoring)
-		return sigmig_restore_start();
+	if (sigmig_rt.restoring && sigmig_restore_start())
+		fail_restore(sigmig_rt.restore_err);
 	return 0;
 }
 
@@ -254,6 +254,7 @@ int sigmig_runtime_wait_ready(char *err, size_t errlen)
 
 	if (!sigmig_rt.restoring)
 		return 0;
+	sigmig_restore_claim_leader();
 	while (!(v = atomic_load(&sigmig_rt.restore_done)))
 		sigmig_futex_wait(&sigmig_rt.restore_done, 0, -1);
 	if (v == 1)

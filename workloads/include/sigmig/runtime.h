@@ -45,7 +45,13 @@ int sigmig_install_handler(int sig, const char *name,
  */
 int sigmig_thread_register(unsigned int index);
 
-/* Wait for the restore (if any) to finish: 0 on success, -errno otherwise. */
+/*
+ * Wait for the restore (if any) to finish: 0 on success, -errno otherwise.
+ * The restore itself runs on the main thread (the kernel accepts a
+ * requeue of e.g. SI_USER to the process only from the thread whose tid is
+ * the pid): if main does not register as an application thread, it must
+ * call this after starting the threads.
+ */
 int sigmig_runtime_wait_ready(char *err, size_t errlen);
 
 void sigmig_runtime_stop(void);

@@ -15,7 +15,14 @@ start_sender $WORK/pid $WORK/send.log
 sleep 3
 reply=$(sigmig-ctl $SOCK FREEZE)
 ok $? "FREEZE under load: $reply"
-sleep 3	# the sender keeps sending: everything stays pending
+sleep 2	# the sender keeps sending: everything stays pending
+# plus a burst, to thousands, on every queue
+sigsend --pid $STORM_PID --log $WORK/burst.log --count 4000 --rate 0 --std-percent 5 \
+	--seed 7 2>>$WORK/send.err &
+BURST_PID=$!
+track $BURST_PID
+wait_until 300 exited $BURST_PID
+ok $? "burst of $(grep -c '^S' $WORK/burst.log) sends while frozen"
 note "sends so far: $(grep -c '^S' $WORK/send.log), $(grep SigQ /proc/$STORM_PID/status)"
 meminfo
 note "pausing the sender"
@@ -61,7 +68,7 @@ kill -TERM $SENDER_PID
 wait_until 10 exited $SENDER_PID
 wait_until 60 settled $WORK/ledger.2
 verdict() {
-	sigledger --log $WORK/send.log --ledger $WORK/ledger.1 --ledger $WORK/ledger.2 "$@"
+	sigledger --log $WORK/send.log --log $WORK/burst.log --ledger $WORK/ledger.1 --ledger $WORK/ledger.2 "$@"
 }
 wait_until 60 verdict
 v=$(verdict)

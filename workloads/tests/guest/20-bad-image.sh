@@ -22,10 +22,10 @@ ok $? "DUMP: $reply"
 size=$(wc -c < $WORK/image)
 
 cp $WORK/image $WORK/corrupt
-printf '\377' | dd of=$WORK/corrupt bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+sigmig-ctl --xor $WORK/corrupt $((size / 2)) 0xff
 head -c $((size - 200)) $WORK/image > $WORK/truncated
 cp $WORK/image $WORK/foreign
-printf '\267\000' | dd of=$WORK/foreign bs=1 seek=16 conv=notrunc 2>/dev/null	# e_machine 183
+sigmig-ctl --xor $WORK/foreign 16 0x89	# e_machine 62 -> 183 (aarch64)
 
 try_restore() {	# try_restore NAME IMAGE EXPECTED_TEXT
 	rm -f $WORK/err $WORK/ledger.$1

@@ -6,12 +6,26 @@
  * transport error.
  * sigmig-ctl --inspect IMAGE: decode an image file and print a JSON summary
  * (exit 1 and the decoder's reason if it is invalid).
+ * sigmig-ctl --xor FILE OFFSET BYTE: XOR one byte of FILE in place (tests).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sigmig/ctl.h>
 #include <sigmig/image.h>
+
+static int xor_byte(const char *path, long off, int x)
+{
+	FILE *f = fopen(path, "r+b");
+	int c;
+
+	if (!f || fseek(f, off, SEEK_SET) || (c = fgetc(f)) == EOF ||
+	    fseek(f, off, SEEK_SET) || fputc(c ^ x, f) == EOF || fclose(f)) {
+		perror(path);
+		return 2;
+	}
+	return 0;
+}
 
 static int inspect(const char *path)
 {
@@ -55,6 +69,8 @@ int main(int argc, char **argv)
 	char *json = NULL;
 	FILE *f;
 
+	if (argc == 5 && !strcmp(argv[1], "--xor"))
+		return xor_byte(argv[2], atol(argv[3]), (int)strtol(argv[4], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "--inspect"))
 		return inspect(argv[2]);
 	if (argc < 3) {

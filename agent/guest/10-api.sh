@@ -119,13 +119,14 @@ expect "freeze an exited workload is 409" 409 wrong_state
 
 # ---------------------------------------------------------------- restore
 if [ "$IFACE" = true ]; then
-	areq POST /v1/restore -H 'Content-Type: application/octet-stream' --data-binary "@$WORK/image"
+	areq POST "/v1/restore?arg=--threads&arg=3&arg=--sigpending&arg=100000" \
+		-H 'Content-Type: application/octet-stream' --data-binary "@$WORK/image"
 	expect "POST /v1/restore restores the checkpoint" 201
 	R=$(jqb .id)
 	note_pid "$R" "$(jqb .pid)"
 	check "restore: running, restored, verified" jq -e '.state == "running" and .restored and .restore.verified == true' "$BODY"
 	check "restore: requeued every signal" test "$(jqb .restore.requeued)" = "$TOTAL"
-	check "restore: same arguments" jq -e '.args == ["--threads","3","--sigpending","100000"]' "$BODY"
+	check "restore: arguments from the query" jq -e '.args == ["--threads","3","--sigpending","100000"]' "$BODY"
 	areq DELETE "/v1/workloads/$R"
 	expect "DELETE the restored workload" 200
 

@@ -66,14 +66,14 @@ kill -USR2 $SENDER_PID
 sleep 3
 kill -TERM $SENDER_PID
 wait_until 10 exited $SENDER_PID
-wait_until 60 settled $WORK/ledger.2
 verdict() {
 	sigledger --log $WORK/send.log --log $WORK/burst.log --ledger $WORK/ledger.1 --ledger $WORK/ledger.2 "$@"
 }
-wait_until 60 verdict
+wait_until 120 verdict
 v=$(verdict)
 rc=$?
 echo "# $v"
+[ $rc -eq 0 ] || verdict --verbose 2>&1 >/dev/null | head -20 | sed 's/^/# /'
 ok $rc "verdict lost=0 duplicated=0 mismatched=0: $v"
 grep -q 'sent=[1-9]' <<EOT
 $v

@@ -57,9 +57,8 @@ kill -USR2 $SENDER_PID
 sleep 2
 kill -TERM $SENDER_PID
 wait_until 10 exited $SENDER_PID
-wait_until 60 settled $WORK/ledger.1
 verdict() { sigledger --log $WORK/send.log --ledger $WORK/ledger.1; }
-wait_until 60 verdict
+wait_until 120 verdict
 v=$(verdict)
 ok $? "original intact: $v"
 finish

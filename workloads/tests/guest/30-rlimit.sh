@@ -32,9 +32,8 @@ ok $? "no restored process left running"
 
 sigmig-ctl $SOCK THAW >/dev/null
 ok $? "THAW original"
-wait_until 60 settled $WORK/ledger.1
 verdict() { sigledger --log $WORK/send.log --ledger $WORK/ledger.1; }
-wait_until 60 verdict
+wait_until 120 verdict
 v=$(verdict)
 ok $? "original intact: $v"
 finish

@@ -37,13 +37,12 @@ trap cleanup EXIT INT TERM
 
 track() { PIDS="$PIDS $1"; }
 
-# wait_until SECONDS COMMAND...: poll every 0.2 s
+# wait_until SECONDS COMMAND...: poll every 0.2 s, bounded by wall-clock time
 wait_until() {
-	local limit=$(( $1 * 5 )) i=0
+	local deadline=$(( $(date +%s) + $1 ))
 	shift
 	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -ge $limit ] && return 1
+		[ "$(date +%s)" -ge "$deadline" ] && return 1
 		sleep 0.2
 	done
 	return 0
@@ -73,15 +72,6 @@ start_storm() {
 pause_sender() {
 	kill -USR1 "$SENDER_PID"
 	wait_until 30 sh -c "tail -n 1 '$1' | grep -q '^P'"
-}
-
-# settled LEDGER: no new line for a second
-settled() {
-	local a b
-	a=$(wc -l < "$1")
-	sleep 1
-	b=$(wc -l < "$1")
-	[ "$a" -eq "$b" ]
 }
 
 # start_sender PIDFILE LOG [extra args]: sets SENDER_PID

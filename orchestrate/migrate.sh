@@ -228,13 +228,22 @@ snapshot_before() {
 migrate_call() {
 	local body rc=0 begin=$SECONDS
 	body=$(jq -cn --arg t "$target" --arg k "$token_to" --arg ms "$migrate_timeout_ms" \
-		'{target: $t} + (if $k != "" then {token: $k} else {} end)
+		'{target: $t, resume_target: false} + (if $k != "" then {token: $k} else {} end)
 		 + (if $ms != "" then {timeout_ms: ($ms | tonumber)} else {} end)')
 	[ -z "$before_migrate" ] || eval "$before_migrate"
 	[ -z "$during_migrate" ] || { eval "$during_migrate" & DURING_PID=$!; }
 	say "POST $from/v1/workloads/$STORM_A/migrate -> $target"
 	API_TIMEOUT=600 api_a POST "/v1/workloads/$STORM_A/migrate" "$body" >"$out/migrate.json" || rc=$?
 	MIGRATE_STATUS=$LAST_STATUS
+	if [ "$rc" != 0 ] && [ "$MIGRATE_STATUS" = 400 ] && jq -e '.detail | test("resume_target")' "$out/migrate.json" >/dev/null 2>&1; then
+		# An agent that always resumes the copy at once: the snapshot
+		# on B then shows what the copy has not consumed yet.
+		say "the agent cannot hold the copy on B frozen: it resumes at once"
+		body=$(jq -c 'del(.resume_target)' <<<"$body")
+		rc=0
+		API_TIMEOUT=600 api_a POST "/v1/workloads/$STORM_A/migrate" "$body" >"$out/migrate.json" || rc=$?
+		MIGRATE_STATUS=$LAST_STATUS
+	fi
 	if [ "$rc" != 0 ] && [ "$MIGRATE_STATUS" = 409 ] && [ "$(jq -r .code "$out/migrate.json" 2>/dev/null)" = wrong_state ]; then
 		# An agent that cannot move a frozen workload: thaw and move at
 		# once; what runs in between makes the snapshot inexact.
@@ -256,6 +265,13 @@ after_ok() {
 	PID_B=$(workload_field "$to" "$token_to" "$STORM_B" '.pid')
 	api_b GET "/v1/workloads/$STORM_B/signals?limit=$snapshot_limit" >"$out/after.json" || die "GET signals on B failed"
 	api_b GET "/v1/workloads/$STORM_B" >"$out/workload-b.json" || true
+	if [ "$(jq -r .state "$out/workload-b.json")" = frozen ]; then
+		HELD=1
+		api_b POST "/v1/workloads/$STORM_B/thaw" >/dev/null || die "cannot thaw the copy on B"
+		say "the copy on B was held frozen for the snapshot; thawed"
+	else
+		EXACT=0
+	fi
 	say "on B: workload $STORM_B, pid $PID_B, state $(jq -r '.state' "$out/workload-b.json"), $(jqr 'pending_total' "$out/after.json") pending"
 	if api_a GET "/v1/workloads/$STORM_A" >"$out/original-a.json" 2>/dev/null; then
 		local st
@@ -389,8 +405,8 @@ write_result() {
 		--slurpfile before "$out/before.json" --slurpfile after "$out/$AFTER_FILE" \
 		--slurpfile migrate "$out/migrate.json" --slurpfile ledger "$out/ledger.json" \
 		--argjson extra "$(ledger_extra)" --argjson failures "$failures_json" \
-		--arg status "$MIGRATE_STATUS" --argjson exact "$EXACT" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
-		"$JQ_DEFS"'{version: 1, expect: $expect, fault: $fault, exact_snapshot: ($exact == 1), threads: $threads, signals: $signals,
+		--arg status "$MIGRATE_STATUS" --argjson exact "$EXACT" --argjson held "$HELD" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
+		"$JQ_DEFS"'{version: 1, expect: $expect, fault: $fault, exact_snapshot: ($exact == 1), held_on_b: ($held == 1), threads: $threads, signals: $signals,
 		  from: {url: $from, label: "A", kernel: ($capa[0] | kernel_release), capabilities: $capa[0]},
 		  to: {url: $to, target: $target, label: "B", kernel: ($capb[0] | kernel_release), capabilities: $capb[0]},
 		  workload_a: {program: "sigstorm", pid: $pid_a}, workload_b: {program: "sigstorm", pid: $pid_b},
@@ -423,7 +439,7 @@ main() {
 	local migrated_ok=0
 	parse_args "$@"
 	command -v jq >/dev/null && command -v curl >/dev/null || die "curl and jq are required"
-	FAILURES=() SENDERS=() STRAY_B=""
+	FAILURES=() SENDERS=() STRAY_B="" HELD=0
 	say "source $from, destination $to (the source streams to $target)"
 	preflight
 	start_on_a

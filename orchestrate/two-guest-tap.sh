@@ -32,6 +32,12 @@ diag() { sed 's/^/# /'; }
 guest_images() {
 	local want_stock=${1:-0}
 	mkdir -p "$LOGS"
+	# Prebuilt images (e.g. while another build holds the kernel cache).
+	if [ -n "${SIGMIG_SUITE_KERNEL:-}" ] && [ -n "${SIGMIG_SUITE_INITRD:-}" ]; then
+		KERNEL=$SIGMIG_SUITE_KERNEL INITRD=$SIGMIG_SUITE_INITRD
+		KERNEL_STOCK=${SIGMIG_SUITE_KERNEL_STOCK:-}
+		return
+	fi
 	KERNEL=$("$REPO/orchestrate/build-kernel.sh" --flavor default 2>>"$LOGS/$SUITE-build.log") ||
 		{ tap 1 "guest kernel builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
 	if [ "$want_stock" = 1 ]; then

@@ -285,8 +285,8 @@ def render_text(result, before, after, timings, ledger, ok, reasons, color, widt
     t.title("Pending signals, per queue (before on A, after on B)")
     exact = result.get("exact_snapshot", True)
     if not exact:
-        t.add(t.c("33", "  note: the agent could not move the frozen workload, so it was thawed and moved at once;"))
-        t.add(t.c("33", "  it consumed signals in between: compare with B's own verification below"))
+        t.add(t.c("33", "  note: the copy on B resumed before it could be looked at; 'after' is what it has not"))
+        t.add(t.c("33", "  consumed yet. B's runtime compared every requeued queue byte for byte (Timings below)."))
     queue_table(t, before, after, exact)
 
     t.title("What is pending (signal / si_code, oldest and newest record)")

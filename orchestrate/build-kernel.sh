@@ -250,10 +250,6 @@ prepare_stock_tree() {
 	git -C "$STOCK_TREE" checkout -q -f --detach sigmig-pristine
 	SRC_TREE=$STOCK_TREE
 	PATCHES_SHA=none
-	# The stock build touches neither the shared tree nor other flavors:
-	# do not make default/debug builds wait ~7 minutes for it.
-	exec 9>"$CACHE/lock.stock"
-	flock -w "$LOCK_TIMEOUT" 9 || die "stock build lock held for over ${LOCK_TIMEOUT}s"
 }
 
 # --print-tree without waiting for a running build when the tree is current.
@@ -262,6 +258,34 @@ tree_is_current() {
 	[ "$(cat "$CACHE/src/applied.sha256" 2>/dev/null)" = "$(patches_hash)" ] || return 1
 	[ "$(cat "$CACHE/src/tarball.sha256" 2>/dev/null)" = \
 	  "$(sha256sum "$TARBALL" | cut -d' ' -f1)" ]
+}
+
+# Locks: $CACHE/lock guards the shared patched tree, held shared by every
+# build compiling from it and exclusive only while the series is re-applied;
+# $CACHE/lock.<flavor> serializes builds of one flavor.  So a cached default
+# build never waits for a 15-minute debug build.
+lock_or_die() {
+	local fd=$1 mode=$2 what=$3
+	flock -n "$mode" "$fd" && return
+	log "waiting for $what (another build is using it)"
+	flock -w "$LOCK_TIMEOUT" "$mode" "$fd" || die "$what held for over ${LOCK_TIMEOUT}s"
+}
+
+lock_current_tree() {
+	exec 9>"$CACHE/lock"
+	lock_or_die 9 -s "the kernel tree lock $CACHE/lock"
+	tree_is_current && { prepare_tree_quiet; return; }
+	flock -u 9
+	lock_or_die 9 -x "the kernel tree lock $CACHE/lock"
+	prepare_tree
+	flock -s 9
+}
+
+# prepare_tree's variables for a tree known to be current.
+prepare_tree_quiet() {
+	TARBALL_SHA=$(cat "$CACHE/src/tarball.sha256")
+	PATCHES_SHA=$(cat "$CACHE/src/applied.sha256")
+	log "tree up to date with kernel/patches/series"
 }
 
 main() {
@@ -273,16 +297,19 @@ main() {
 	fi
 	command -v flock >/dev/null || die "flock (util-linux) is required"
 	mkdir -p "$CACHE"
-	exec 9>"$CACHE/lock"
-	flock -n 9 || log "waiting for the cache lock $CACHE/lock (another build)"
-	flock -w "$LOCK_TIMEOUT" 9 || die "cache lock held for over ${LOCK_TIMEOUT}s"
-	prepare_tree
+	lock_current_tree
 	if [ "$print_tree" = 1 ]; then
 		echo "$TREE"
 		return
 	fi
+	exec 8>"$CACHE/lock.$flavor"
+	lock_or_die 8 -x "the $flavor build lock $CACHE/lock.$flavor"
 	SRC_TREE=$TREE
-	[ "$flavor" != stock ] || prepare_stock_tree
+	if [ "$flavor" = stock ]; then
+		prepare_stock_tree
+		# The stock tree is a separate worktree: the series may change now.
+		flock -u 9
+	fi
 	OUT="$CACHE/build/$flavor"
 	mkdir -p "$OUT"
 	hash=$(inputs_hash)

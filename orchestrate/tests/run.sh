@@ -63,7 +63,9 @@ run_tests() {
 test_run_tests() {
 	local t="$SCRATCH/tests" rc
 	mkdir -p "$SCRATCH/bin"
-	ln -sf "$(command -v busybox)" "$SCRATCH/bin/timeout"
+	for applet in timeout setsid kill sleep; do
+		ln -sf "$(command -v busybox)" "$SCRATCH/bin/$applet"
+	done
 	make_program "$t/alpha/01-pass" 'echo "ok 1 - fine"'
 	make_program "$t/alpha/02-notok" 'echo "not ok 1 - broken"; exit 1'
 	make_program "$t/beta/01-silent-fail" 'exit 3'
@@ -89,13 +91,37 @@ test_run_tests() {
 	run_tests --only alpha --timeout 2
 	! grep -q 'beta/' "$SCRATCH/out" && grep -q 'alpha/01-pass' "$SCRATCH/out"
 	tap $? "run-tests --only runs one component"
-	rm -rf "$t/alpha/02-notok" "$t/beta"
+	test_run_tests_strays
+	rm -rf "$t/alpha/02-notok" "$t/beta" "$t/gamma"
 	run_tests --timeout 2
 	tap $? "run-tests exits 0 when every program passes"
 	make_program "$SCRATCH/bench/01-bench" 'echo "ok 1 - bench ran"'
 	run_tests --only bench --timeout 2
 	grep -q '^SIGMIG-RESULT bench/01-bench rc=0' "$SCRATCH/out"
 	tap $? "run-tests --only bench runs the bench programs"
+}
+
+# Children that keep the output pipe open must neither hang the runner after
+# the program exits nor survive the program's timeout.
+test_run_tests_strays() {
+	local t="$SCRATCH/tests" start elapsed
+	rm -rf "$t/alpha" "$t/beta"
+	make_program "$t/gamma/01-leaves-child" '(sleep 40; echo "ok 99 - stray") & echo "ok 1 - parent done"'
+	make_program "$t/gamma/02-hang-with-child" 'sleep 40 & echo "ok 1 - started"; sleep 40'
+	make_program "$t/gamma/03-after" 'echo "ok 1 - still running tests"'
+	start=$SECONDS
+	run_tests --timeout 3
+	elapsed=$((SECONDS - start))
+	[ "$elapsed" -lt 20 ]
+	tap $? "run-tests is not held up by children of a test (${elapsed}s)"
+	grep -q '^SIGMIG-RESULT gamma/01-leaves-child rc=0' "$SCRATCH/out" &&
+		! grep -q 'ok 99 - stray' "$SCRATCH/out"
+	tap $? "run-tests kills what a passing program leaves behind"
+	grep -q '^not ok - gamma/02-hang-with-child killed after 3s timeout' "$SCRATCH/out" &&
+		grep -q '^SIGMIG-RESULT gamma/03-after rc=0' "$SCRATCH/out"
+	tap $? "run-tests counts a hung program as failed and goes on"
+	[ "$(grep -c '^not ok' "$SCRATCH/out")" = 1 ]
+	tap $? "run-tests adds exactly one 'not ok' for a timeout"
 }
 
 echo "TAP version 13"

@@ -6,9 +6,11 @@
  * batches of 32 (as CRIU does). Both must return the same records, byte for
  * byte, including SI_TIMER records of periodic timers, whose kernel-internal
  * si_sys_private neither interface may expose. Neither reader consumes
- * anything.
+ * anything. A second, non-leader thread of the tracee does the same with
+ * its own per-thread queue, read by the tracer through its tid.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -27,6 +29,8 @@
 #define SIG_PRIV_RT	(SIGRTMIN + 1)
 #define SIG_TIMER_SH	(SIGRTMIN + 2)
 #define SIG_TIMER_TH	(SIGRTMIN + 3)
+#define SIG_TIMER_T2	(SIGRTMIN + 4)
+#define NTHREAD_RT	40
 
 /* What the tracee saw with pread, shared with the tracer. */
 struct peeked {
@@ -37,6 +41,10 @@ struct peeked {
 struct tracee_shm {
 	struct peeked before;	/* before the tracer looked */
 	struct peeked after;	/* after it detached */
+	struct peeked thread_before;	/* the same, seen by the second thread */
+	struct peeked thread_after;
+	pid_t thread_tid;
+	int thread_state;	/* 1 filled and peeked, -1 failed */
 	char error[128];
 };
 
@@ -105,8 +113,44 @@ static int peek_both(struct peeked *p)
 	return p->n[0] < 0 || p->n[1] < 0 ? -1 : 0;
 }
 
+struct second_thread {
+	struct tracee_shm *shm;
+	int go_fd;
+};
+
+/* A non-leader thread fills and peeks its own queue, then waits like main. */
+static void *second_thread_main(void *arg)
+{
+	struct second_thread *st = arg;
+	struct tracee_shm *shm = st->shm;
+	timer_t t;
+	siginfo_t si;
+	char c;
+	int i, ok = 1;
+
+	shm->thread_tid = sys_gettid();
+	ok &= !start_timer(SIG_TIMER_T2, 1, &t);
+	ok &= !sys_tgkill(getpid(), sys_gettid(), SIGUSR1);
+	si_init(&si, SIGILL, ILL_ILLOPN);
+	si.si_addr = (void *)(uintptr_t)0x111000;
+	ok &= !sys_rt_tgsigqueueinfo(getpid(), sys_gettid(), SIGILL, &si);
+	for (i = 0; ok && i < NTHREAD_RT; i++)
+		ok &= !q_private(SIG_PRIV_RT, 1000 + i);
+	ok &= !peek_both(&shm->thread_before);
+	__atomic_store_n(&shm->thread_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+	if (!ok)
+		return NULL;
+	while (read(st->go_fd, &c, 1) < 0 && errno == EINTR)
+		;
+	peek_both(&shm->thread_after);
+	return NULL;
+}
+
 static void tracee(struct tracee_shm *shm, int ready_fd, int go_fd)
 {
+	struct second_thread st = { shm, go_fd };
+	pthread_t thread;
+	int state;
 	char c = 'r';
 
 	block_test_signals(SIG_BLOCK);
@@ -119,11 +163,20 @@ static void tracee(struct tracee_shm *shm, int ready_fd, int go_fd)
 		snprintf(shm->error, sizeof(shm->error), "peek: %s", strerror(errno));
 		_exit(1);
 	}
+	if (pthread_create(&thread, NULL, second_thread_main, &st))
+		_exit(1);
+	while (!(state = __atomic_load_n(&shm->thread_state, __ATOMIC_ACQUIRE)))
+		sleep_ms(1);
+	if (state < 0) {
+		snprintf(shm->error, sizeof(shm->error), "second thread failed");
+		_exit(1);
+	}
 	if (write(ready_fd, &c, 1) != 1)
 		_exit(1);
 	/* The tracer interrupts us here and reads the queues. */
 	while (read(go_fd, &c, 1) < 0 && errno == EINTR)
 		;
+	pthread_join(thread, NULL);
 	_exit(peek_both(&shm->after) ? 1 : 0);
 }
 
@@ -157,6 +210,7 @@ FIXTURE(ptrace)
 	pid_t pid;
 	int go[2];
 	int attached;
+	int thread_attached;
 	unsigned char buf[MAXREC * SIGINFO_SIZE];
 };
 
@@ -164,6 +218,7 @@ FIXTURE_SETUP(ptrace)
 {
 	struct pollfd pfd = { .events = POLLIN };
 	int ready[2], status;
+	pid_t tid;
 	char c;
 
 	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
@@ -191,10 +246,19 @@ FIXTURE_SETUP(ptrace)
 	ASSERT_EQ(0, ptrace(PTRACE_INTERRUPT, self->pid, 0, 0));
 	ASSERT_EQ(self->pid, waitpid(self->pid, &status, __WALL));
 	ASSERT_TRUE(WIFSTOPPED(status));
+
+	tid = self->shm->thread_tid;
+	ASSERT_EQ(0, ptrace(PTRACE_SEIZE, tid, 0, 0));
+	self->thread_attached = 1;
+	ASSERT_EQ(0, ptrace(PTRACE_INTERRUPT, tid, 0, 0));
+	ASSERT_EQ(tid, waitpid(tid, &status, __WALL));
+	ASSERT_TRUE(WIFSTOPPED(status));
 }
 
 FIXTURE_TEARDOWN(ptrace)
 {
+	if (self->thread_attached)
+		ptrace(PTRACE_DETACH, self->shm->thread_tid, 0, 0);
 	if (self->attached)
 		ptrace(PTRACE_DETACH, self->pid, 0, 0);
 	close(self->go[1]);
@@ -233,16 +297,16 @@ static const siginfo_t *find_code(const unsigned char *buf, ssize_t n,
 	return NULL;
 }
 
-static void compare_queue(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(ptrace) *self, int shared,
-			  ssize_t expect_n, int timer_sig)
+static void compare_queue_of(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(ptrace) *self, pid_t tid,
+			     const struct peeked *p, int shared,
+			     ssize_t expect_n, int timer_sig)
 {
-	const struct peeked *p = &self->shm->before;
 	const siginfo_t *timer;
 	ssize_t n;
 
 	ASSERT_EQ(expect_n, p->n[shared]);
-	n = ptrace_peek_all(self->pid, shared, self->buf, MAXREC, PTRACE_BATCH);
+	n = ptrace_peek_all(tid, shared, self->buf, MAXREC, PTRACE_BATCH);
 	ASSERT_EQ(p->n[shared], n) TH_LOG("PTRACE_PEEKSIGINFO: %s", strerror(errno));
 	EXPECT_EQ(0, records_equal(p->rec[shared], self->buf, n, "pread vs ptrace"));
 
@@ -255,6 +319,14 @@ static void compare_queue(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, si_sys_private(timer));
 }
 
+static void compare_queue(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(ptrace) *self, int shared,
+			  ssize_t expect_n, int timer_sig)
+{
+	compare_queue_of(_metadata, self, self->pid, &self->shm->before, shared,
+			 expect_n, timer_sig);
+}
+
 /* Timer, tgkill, SIGBUS fault and the RT signals. */
 TEST_F(ptrace, per_thread_queue_identical)
 {
@@ -265,6 +337,33 @@ TEST_F(ptrace, per_thread_queue_identical)
 TEST_F(ptrace, shared_queue_identical)
 {
 	compare_queue(_metadata, self, 1, 3 + NSHARED_RT, SIG_TIMER_SH);
+}
+
+/* A non-leader thread's own queue, read by tid; timer, tgkill, SIGILL, RT. */
+TEST_F(ptrace, second_thread_queue_identical)
+{
+	const struct peeked *p = &self->shm->thread_before;
+
+	compare_queue_of(_metadata, self, self->shm->thread_tid, p, 0,
+			 3 + NTHREAD_RT, SIG_TIMER_T2);
+	/* Its records are its own, not the leader's. */
+	EXPECT_NE(NULL, find_code(p->rec[0], p->n[0], SIGILL, ILL_ILLOPN));
+	EXPECT_EQ(NULL, find_code(p->rec[0], p->n[0], SIGBUS, BUS_ADRERR));
+}
+
+/* The process-wide queue is the same whichever thread reads it. */
+TEST_F(ptrace, shared_queue_same_from_every_thread)
+{
+	const struct tracee_shm *shm = self->shm;
+	ssize_t n;
+
+	ASSERT_EQ(shm->before.n[1], shm->thread_before.n[1]);
+	EXPECT_EQ(0, records_equal(shm->before.rec[1], shm->thread_before.rec[1],
+				   shm->before.n[1], "leader vs thread pread"));
+	n = ptrace_peek_all(shm->thread_tid, 1, self->buf, MAXREC, PTRACE_BATCH);
+	ASSERT_EQ(shm->before.n[1], n);
+	EXPECT_EQ(0, records_equal(shm->before.rec[1], self->buf, n,
+				   "leader pread vs thread ptrace"));
 }
 
 /* Both count from the head of the queue: any window matches. */
@@ -305,9 +404,12 @@ TEST_F(ptrace, nothing_consumed)
 	int status, q;
 
 	ASSERT_LT(0, ptrace_peek_all(self->pid, 1, self->buf, MAXREC, PTRACE_BATCH));
+	ASSERT_LT(0, ptrace_peek_all(shm->thread_tid, 0, self->buf, MAXREC, PTRACE_BATCH));
+	ASSERT_EQ(0, ptrace(PTRACE_DETACH, shm->thread_tid, 0, 0));
+	self->thread_attached = 0;
 	ASSERT_EQ(0, ptrace(PTRACE_DETACH, self->pid, 0, 0));
 	self->attached = 0;
-	ASSERT_EQ(1, write(self->go[1], "g", 1));
+	ASSERT_EQ(2, write(self->go[1], "gg", 2));
 	ASSERT_EQ(self->pid, waitpid(self->pid, &status, __WALL));
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
@@ -315,6 +417,11 @@ TEST_F(ptrace, nothing_consumed)
 		ASSERT_EQ(shm->before.n[q], shm->after.n[q]);
 		EXPECT_EQ(0, records_equal(shm->before.rec[q], shm->after.rec[q],
 					   shm->before.n[q], "pread before vs after"));
+		ASSERT_EQ(shm->thread_before.n[q], shm->thread_after.n[q]);
+		EXPECT_EQ(0, records_equal(shm->thread_before.rec[q],
+					   shm->thread_after.rec[q],
+					   shm->thread_before.n[q],
+					   "thread pread before vs after"));
 	}
 }
 

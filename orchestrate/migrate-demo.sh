@@ -145,12 +145,25 @@ step_kernel() {
 	say "$(grep -E 'cached bzImage|built ' "$LOGS/kernel-$flavor.log" | tail -1 | sed 's/^\[[^]]*\] //')"
 }
 
+# The first source of the guest userspace newer than FILE, if any.
+newer_inputs() {
+	find "$REPO/kernel/selftests" "$REPO/kernel/bench" "$REPO/kernel/stress" "$REPO/kernel/Makefile" \
+		"$REPO/workloads" "$REPO/agent" "$REPO/orchestrate/guest" \
+		"$REPO/orchestrate/build-initramfs.sh" "$REPO/kernel/patches" \
+		-path '*/build' -prune -o -newer "$1" -print -quit 2>/dev/null
+}
+
 step_initramfs() {
 	step "Guest initramfs (busybox + workloads + agent)"
 	INITRD="$REPO/build/initramfs/initramfs-demo.cpio.gz"
+	if [ -f "$INITRD" ] && [ -z "$(newer_inputs "$INITRD")" ]; then
+		say "cached: no source of the guest userspace changed since $(date -r "$INITRD" +%H:%M:%S)"
+		return
+	fi
 	run_with_progress "initramfs" 60 no_progress "$LOGS/demo-initramfs.log" \
 		"$REPO/orchestrate/build-initramfs.sh" --output "$INITRD"
-	gzip -dc "$INITRD" | cpio -t --quiet 2>/dev/null | grep -q '^sigmig/bin/sigmig-agent$' ||
+	# Not "| grep -q": with pipefail, cpio's SIGPIPE would fail the test.
+	gzip -dc "$INITRD" | cpio -t --quiet 2>/dev/null | grep -c '^sigmig/bin/sigmig-agent$' >/dev/null ||
 		die "the initramfs has no sigmig-agent (did agent/ build? see $LOGS/demo-initramfs.log)"
 	say "$(tail -2 "$LOGS/demo-initramfs.log" | head -1 | sed 's/^\[[^]]*\] //')"
 }
@@ -186,7 +199,7 @@ main() {
 	trap 'cleanup; exit 143' TERM
 	if [ "$inside" = 1 ]; then
 		# Re-entered by two-guests.sh once both agents are healthy.
-		STEP=${DEMO_STEP:?} START=$((SECONDS - ${DEMO_ELAPSED:-0}))
+		STEP=${DEMO_STEP:?} START=$((SECONDS - ($(date +%s) - ${DEMO_T0:?})))
 		run_migration
 		return
 	fi
@@ -194,7 +207,7 @@ main() {
 	step_kernel default
 	step_initramfs
 	step "Boot guests A and B (QEMU, usually under 15 s)"
-	DEMO_STEP=$STEP DEMO_ELAPSED=$((SECONDS - START)) \
+	DEMO_STEP=$STEP DEMO_T0=$(($(date +%s) - (SECONDS - START))) \
 		"$REPO/orchestrate/two-guests.sh" --kernel "$KERNEL" --initrd "$INITRD" --name demo \
 		-- "$REPO/orchestrate/migrate-demo.sh" --inside-guests "$@"
 }

@@ -13,6 +13,7 @@
 #   --token-to T        token of the destination if different
 #   --threads N         workload threads (default 4)
 #   --signals N         signals to pile up pending before the move (default 4000)
+#   --rt-only           pile up real-time signals only (each one queues: pending = sent)
 #   --after N           signals sent to the moved process on the destination (default 1000)
 #   --expect ok|rollback   rollback: a fault is injected, the original must stay
 #                       on the source (default ok)
@@ -45,12 +46,13 @@ during_migrate=""
 out=""
 quiet=0
 snapshot_limit=100000
+rt_only=0
 EXACT=1
 START=$SECONDS
 
 say() { [ "$quiet" = 1 ] || printf '[migrate %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 die() { printf '[migrate %3ds] ERROR: %s\n' $((SECONDS - START)) "$*" >&2; exit 1; }
-usage() { sed -n '7,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -63,6 +65,7 @@ parse_args() {
 		--threads) threads=${2:?}; shift 2 ;;
 		--signals) signals=${2:?}; shift 2 ;;
 		--after) after=${2:?}; shift 2 ;;
+		--rt-only) rt_only=1; shift ;;
 		--expect) expect=${2:?}; shift 2 ;;
 		--fault) fault=${2?}; shift 2 ;;
 		--migrate-timeout-ms) migrate_timeout_ms=${2:?}; shift 2 ;;
@@ -187,17 +190,18 @@ storm_args() {
 # A sender with a fixed count: it ends by itself, which is how it "pauses".
 # Its log goes to its stdout, which the agent keeps as the workload's log
 # (/proc/self/fd/1: the guest's devtmpfs has no /dev/stdout link).
-sender_args() {	# PID COUNT SEED [RATE]
-	jq -cn --arg pid "$1" --arg n "$2" --arg seed "$3" --arg rate "${4:-0}" '{program: "sigsend", control: false,
+sender_args() {	# PID COUNT SEED [RATE [RT_ONLY]]
+	jq -cn --arg pid "$1" --arg n "$2" --arg seed "$3" --arg rate "${4:-0}" --arg rt "${5:-0}" '{program: "sigsend", control: false,
 		args: (["--pid", $pid, "--log", "/proc/self/fd/1", "--count", $n, "--seed", $seed]
-		       + (if $rate != "0" then ["--rate", $rate] else [] end))}'
+		       + (if $rate != "0" then ["--rate", $rate] else [] end)
+		       + (if $rt == "1" then ["--std-percent", "0"] else [] end))}'
 }
 
-run_sender() {	# BASE TOKEN HOST PID COUNT SEED RATE -> waits for it, records its id
+run_sender() {	# BASE TOKEN HOST PID COUNT SEED RATE [RT_ONLY] -> waits for it, records its id
 	local id
-	id=$(start_workload "$1" "$2" "$(sender_args "$4" "$5" "$6" "$7")") || die "cannot start sigsend on $3"
+	id=$(start_workload "$1" "$2" "$(sender_args "$4" "$5" "$6" "$7" "${8:-0}")") || die "cannot start sigsend on $3"
 	SENDERS+=("$3:$id")
-	wait_exited "$1" "$2" "$id" 300 || die "sigsend $id on $3 did not finish within 300s"
+	wait_exited "$1" "$2" "$id" 900 || die "sigsend $id on $3 did not finish within 900s"
 }
 
 start_on_a() {
@@ -214,7 +218,7 @@ pile_up() {
 	api_a POST "/v1/workloads/$STORM_A/freeze" >"$out/freeze-pile.json" ||
 		die "cannot freeze the workload on A"
 	say "workload frozen on A (all threads park with every signal blocked): signals now pile up"
-	run_sender "$from" "$token" a "$PID_A" "$signals" 2 0
+	run_sender "$from" "$token" a "$PID_A" "$signals" 2 0 "$rt_only"
 	pending=$(pending_of "$from" "$token" "$STORM_A")
 	say "$signals sent to the frozen workload: $pending pending on A (standard signals coalesce)"
 	[ "$pending" -gt 0 ] || die "nothing pending on A"

@@ -13,11 +13,12 @@ PORT=${PORT:-18182}
 CLIENTS=${CLIENTS:-4}
 PER_CLIENT=${PER_CLIENT:-500}
 RSS_SLACK_KB=${RSS_SLACK_KB:-1024}
+ROUND_SECONDS=${ROUND_SECONDS:-200}
 . "$HERE/lib.sh"
 STATE_DIR=${STATE_DIR:-$WORK/state}
 trap cleanup EXIT INT TERM
 
-start_agent --log-level warn || { echo "not ok 1 - agent did not come up"; exit 1; }
+start_agent --log-level info || { echo "not ok 1 - agent did not come up"; exit 1; }
 ok "agent up"
 areq POST /v1/workloads -d '{"program":"sigstorm","args":["--threads","2"]}'
 expect "sigstorm started" 201
@@ -29,6 +30,7 @@ if [ "$(jqb .migration)" = true ]; then SIG=200; else SIG=503; fi
 round() {	# NAME
 	rc=0
 	"$LOADGEN" --url "$BASE" --clients "$CLIENTS" --requests "$PER_CLIENT" \
+		--max-seconds "$ROUND_SECONDS" \
 		--plan 'GET /v1/health 200' \
 		--plan "GET /v1/workloads/$W 200" \
 		--plan 'GET /v1/health 200' \
@@ -46,9 +48,14 @@ round() {	# NAME
 		--plan 'GET /v1/workloads/w99999 404' \
 		--plan 'PUT /v1/workloads 405' \
 		--plan 'POST /v1/restore 401' \
-		--plan 'GET /nowhere 404' >"$WORK/round.out" 2>&1 || rc=$?
-	sed 's/^/# /' "$WORK/round.out"
-	if [ "$rc" -eq 0 ]; then ok "$1: $(tail -1 "$WORK/round.out")"; else not_ok "$1"; fi
+		--plan 'GET /nowhere 404' 2>&1 | tee "$WORK/round.out" | sed 's/^/# /' || true
+	grep -q ' failures=0 not_sent=0 ' "$WORK/round.out" || rc=1
+	if [ "$rc" -eq 0 ]; then
+		ok "$1: $(tail -1 "$WORK/round.out")"
+	else
+		not_ok "$1"
+		tail -20 "$WORK/agent.log" | sed 's/^/# agent: /'
+	fi
 }
 
 round "warm-up round, $CLIENTS clients x $PER_CLIENT requests"

@@ -777,6 +777,8 @@ int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 	if (require_alive(w, err))
 		return -1;
 	ret = ctl_request(w->sock, verb, timeout_ms, reply);
+	if (ret)
+		log_warn("%s: %s on %s: %s", w->id, verb, w->sock, strerror(-ret));
 	if (ret == -ETIMEDOUT)
 		return api_error_set(err, 504, "runtime_timeout",
 				     "%s: no %s reply within %d ms", w->id, verb,

@@ -35,7 +35,18 @@ static unsigned int nplan, requests_per_client = 1000;
 static struct target_url target;
 static const char *token;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long done, failures;
+static unsigned long done, failures, skipped;
+static double max_seconds = 300;
+static struct timespec started;
+
+static double elapsed(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - started.tv_sec) +
+	       (double)(now.tv_nsec - started.tv_nsec) / 1e9;
+}
 
 static int connect_once(void)
 {
@@ -101,13 +112,17 @@ out:
 
 static void *client_main(void *arg)
 {
-	unsigned long id = (unsigned long)arg, bad = 0;
+	unsigned long id = (unsigned long)arg, bad = 0, ran = 0;
 	unsigned int i, got;
 	const struct plan_entry *e;
 	char excerpt[64];
 
-	for (i = 0; i < requests_per_client; i++) {
+	for (i = 0; i < requests_per_client && elapsed() < max_seconds; i++) {
 		e = &plan[(i + id) % nplan];
+		ran++;
+		if (id == 0 && i && i % 100 == 0)
+			fprintf(stderr, "# client 0: %u requests after %.1fs\n", i,
+				elapsed());
 		got = one_request(e, excerpt, sizeof(excerpt));
 		if (got != e->expect) {
 			if (bad < 5)
@@ -118,7 +133,8 @@ static void *client_main(void *arg)
 		}
 	}
 	pthread_mutex_lock(&lock);
-	done += requests_per_client;
+	done += ran;
+	skipped += requests_per_client - ran;
 	failures += bad;
 	pthread_mutex_unlock(&lock);
 	return NULL;
@@ -140,7 +156,8 @@ static int add_plan(const char *text)
 static int usage(void)
 {
 	fprintf(stderr, "usage: sigmig-loadgen --url http://HOST:PORT [--clients N] "
-		"[--requests PER_CLIENT] [--token T] --plan 'METHOD PATH STATUS'...\n");
+		"[--requests PER_CLIENT] [--token T] [--max-seconds S]\n"
+		"       --plan 'METHOD PATH STATUS'...\n");
 	return 2;
 }
 
@@ -152,6 +169,7 @@ int main(int argc, char **argv)
 		{ "requests", required_argument, NULL, 'n' },
 		{ "token", required_argument, NULL, 't' },
 		{ "plan", required_argument, NULL, 'p' },
+		{ "max-seconds", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long i, clients = 4;
@@ -180,6 +198,9 @@ int main(int argc, char **argv)
 			if (add_plan(optarg))
 				return usage();
 			break;
+		case 's':
+			max_seconds = strtod(optarg, NULL);
+			break;
 		default:
 			return usage();
 		}
@@ -187,13 +208,14 @@ int main(int argc, char **argv)
 	if (!target.host[0] || !nplan || clients < 1 || clients > 64)
 		return usage();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	started = t0;
 	for (i = 0; i < clients; i++)
 		pthread_create(&threads[i], NULL, client_main, (void *)i);
 	for (i = 0; i < clients; i++)
 		pthread_join(threads[i], NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("requests=%lu failures=%lu seconds=%.2f rps=%.0f\n", done, failures,
-	       secs, (double)done / secs);
-	return failures ? 1 : 0;
+	printf("requests=%lu failures=%lu not_sent=%lu seconds=%.2f rps=%.0f\n",
+	       done, failures, skipped, secs, (double)done / secs);
+	return failures || skipped ? 1 : 0;
 }

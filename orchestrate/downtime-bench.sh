@@ -74,10 +74,10 @@ link_time() {
 	send=$(start_program "$SIGMIG_A_URL" linkbench "[\"send\",\"10.99.0.2\",\"$port\",\"$bytes\"]")
 	wait_gone "$SIGMIG_A_URL" "$send" || die "linkbench send did not finish"
 	wait_gone "$SIGMIG_B_URL" "$recv" || true
-	api GET "$SIGMIG_A_URL" "/v1/workloads/$send/log" | grep '"role":"send"' | jq -r .ns
+	api GET "$SIGMIG_A_URL" "/v1/workloads/$send/log" | grep '"role":"send"' | jq -r '.ns / 1e6' 
 }
 
-ms() { awk -v ns="$1" 'BEGIN { printf "%.1f", ns / 1e6 }'; }
+ms() { awk -v v="$1" 'BEGIN { printf "%.1f", v }'; }
 
 measure() {
 	local n run dir res image link
@@ -86,7 +86,7 @@ measure() {
 		for run in $(seq 1 "$runs"); do
 			dir="$OUT/n$n-r$run"
 			say "migration with $n signals piled up (run $run)"
-			res=$("$REPO/orchestrate/migrate.sh" --quiet --signals "$n" --after 0 --threads 4 --out "$dir") ||
+			res=$("$REPO/orchestrate/migrate.sh" --quiet --rt-only --signals "$n" --after 0 --threads 4 --snapshot-limit 1 --out "$dir") ||
 				say "migrate.sh failed for $n (see $dir); recorded anyway"
 			res="$dir/result.json"
 			[ -f "$res" ] || continue
@@ -94,7 +94,7 @@ measure() {
 			link=$(link_time "$image" || echo 0)
 			jq -r --arg link "${link:-0}" --arg image "$image" "$(cat <<-'EOF'
 				def t(p): (.migrate.timings // .migrate) as $m
-					| ($m[p + "_ns"] // (($m[p + "_us"] // 0) * 1000) // 0);
+					| ($m[p + "_ms"] // (($m[p + "_ns"] // 0) / 1e6));
 				[.pending.before.total, ($image | tonumber), t("freeze"), t("dump"), t("transfer"),
 				 t("restore"), (t("downtime") // t("total")), ($link | tonumber),
 				 (.ledger.lost // "?"), (.ledger.duplicated // "?")] | @tsv

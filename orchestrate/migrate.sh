@@ -194,7 +194,7 @@ sender_args() {	# PID COUNT SEED [RATE [RT_ONLY]]
 	jq -cn --arg pid "$1" --arg n "$2" --arg seed "$3" --arg rate "${4:-0}" --arg rt "${5:-0}" '{program: "sigsend", control: false,
 		args: (["--pid", $pid, "--log", "/proc/self/fd/1", "--count", $n, "--seed", $seed]
 		       + (if $rate != "0" then ["--rate", $rate] else [] end)
-		       + (if $rt == "1" then ["--std-percent", "0"] else [] end))}'
+		       + (if $rt == "1" then ["--kinds", "sigqueue,tgsigqueue", "--std-percent", "0"] else [] end))}'
 }
 
 run_sender() {	# BASE TOKEN HOST PID COUNT SEED RATE [RT_ONLY] -> waits for it, records its id
@@ -282,8 +282,10 @@ after_ok() {
 		st=$(jq -r '.state' "$out/original-a.json")
 		case "$st" in migrated|exited|committed|stopped|gone) ;; *) FAILURES+=("the original on A is still '$st' after a confirmed move") ;; esac
 	fi
-	run_sender "$to" "$token_to" b "$PID_B" "$after" 3 0
-	say "$after more signals sent to the moved process on B"
+	if [ "$after" -gt 0 ]; then
+		run_sender "$to" "$token_to" b "$PID_B" "$after" 3 0
+		say "$after more signals sent to the moved process on B"
+	fi
 	LIVE_URL=$to LIVE_TOKEN=$token_to LIVE_ID=$STORM_B
 }
 
@@ -299,8 +301,10 @@ after_rollback() {
 		FAILURES+=("B kept a restored copy ($STRAY_B) running although A thawed the original: two copies")
 	fi
 	cp "$out/before.json" "$out/after-a.json"
-	run_sender "$from" "$token" a "$PID_A" "$after" 3 0
-	say "$after more signals sent to the original, still on A"
+	if [ "$after" -gt 0 ]; then
+		run_sender "$from" "$token" a "$PID_A" "$after" 3 0
+		say "$after more signals sent to the original, still on A"
+	fi
 	LIVE_URL=$from LIVE_TOKEN=$token LIVE_ID=$STORM_A
 }
 

@@ -12,7 +12,8 @@
 #   The command sees SIGMIG_A_URL, SIGMIG_B_URL (management, from the host),
 #   SIGMIG_A_LINK_URL, SIGMIG_B_LINK_URL (the agents as seen over the link),
 #   SIGMIG_TOKEN, SIGMIG_LINK_DIR (for link-relay.sh set/stats/wait),
-#   SIGMIG_A_CONSOLE, SIGMIG_B_CONSOLE, SIGMIG_TWO_GUESTS_NAME.
+#   SIGMIG_A_CONSOLE, SIGMIG_B_CONSOLE, SIGMIG_TWO_GUESTS_NAME, and
+#   SIGMIG_A_QEMU_PID, SIGMIG_B_QEMU_PID (fault tests crash or stop a guest).
 # Options:
 #   --kernel FILE      bzImage for both (default build/kernel/default/bzImage)
 #   --kernel-b FILE    a different bzImage for guest B (e.g. the stock flavor)
@@ -211,6 +212,13 @@ wait_healthy() {
 	mkdir -p "$CACHE" 2>/dev/null && echo $((SECONDS - begin)) >"$CACHE/two-guests-boot-seconds" 2>/dev/null || true
 }
 
+qemu_of() {	# run-guest.sh pid -> its QEMU child
+	local child
+	for child in $(pgrep -P "$1" 2>/dev/null || true); do
+		[ "$(cat "/proc/$child/comm" 2>/dev/null)" = qemu-system-x86 ] && { echo "$child"; return; }
+	done
+}
+
 write_state() {
 	STATE="$REPO/build/run/$name.env"
 	cat >"$STATE" <<-EOF
@@ -223,6 +231,8 @@ write_state() {
 	SIGMIG_A_CONSOLE=$A_CONSOLE
 	SIGMIG_B_CONSOLE=$B_CONSOLE
 	SIGMIG_TWO_GUESTS_NAME=$name
+	SIGMIG_A_QEMU_PID=$(qemu_of "${guest_pids[0]}")
+	SIGMIG_B_QEMU_PID=$(qemu_of "${guest_pids[1]}")
 	EOF
 }
 
@@ -250,6 +260,8 @@ main() {
 	export SIGMIG_A_LINK_URL=http://10.99.0.1:8080 SIGMIG_B_LINK_URL=http://10.99.0.2:8080
 	export SIGMIG_LINK_DIR="$LINK_DIR" SIGMIG_A_CONSOLE="$A_CONSOLE" SIGMIG_B_CONSOLE="$B_CONSOLE"
 	export SIGMIG_TWO_GUESTS_NAME="$name"
+	SIGMIG_A_QEMU_PID=$(qemu_of "${guest_pids[0]}") SIGMIG_B_QEMU_PID=$(qemu_of "${guest_pids[1]}")
+	export SIGMIG_A_QEMU_PID SIGMIG_B_QEMU_PID
 	if [ ${#command[@]} -gt 0 ]; then
 		local rc=0
 		# In the background so that INT/TERM interrupt the wait at once.

@@ -9,6 +9,8 @@
 #   reply-lost    B restores but its confirmation never reaches A
 #   agent-killed  B's agent dies after receiving the image, before it replies
 #                 (needs the agent's fault hook; see integration-findings)
+#   b-crash       guest B dies (QEMU killed) once the image has crossed the
+#                 link, before it can confirm: a host crash at the worst moment
 #   stock-b       B runs a kernel without the interface (unpatched 6.1)
 set -uo pipefail
 SUITE=two-guest-faults
@@ -54,6 +56,22 @@ if grep -q 'agent has no fault hook' "$REPO/build/suites/$SUITE/agent-killed/std
 else
 	rollback_checks "B's agent killed before confirming"
 fi
+
+# Kill B's QEMU as soon as the whole image went A -> B (its size is known
+# from the snapshot: 128 bytes per pending signal plus headers).
+run_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B killed after receiving the image" \
+	--migrate-timeout-ms "$TIMEOUT_MS" --during-migrate '
+		need=$(( $(jq -r .pending_total "$out/before.json") * 128 ))
+		base=$(sed -n "s/.*payload_ab=\([0-9]*\).*/\1/p" "$SIGMIG_LINK_DIR/stats")
+		for i in $(seq 1 600); do
+			now=$(sed -n "s/.*payload_ab=\([0-9]*\).*/\1/p" "$SIGMIG_LINK_DIR/stats")
+			[ $((now - base)) -ge "$need" ] && break
+			sleep 0.05
+		done
+		kill -9 "$SIGMIG_B_QEMU_PID" && echo "killed guest B after $((now - base)) bytes" >&2'
+grep -q 'killed guest B after' "$REPO/build/suites/$SUITE/b-crash/stderr" 2>/dev/null
+tap $? "b-crash: guest B was killed after the image crossed the link"
+rollback_checks "guest B crashed before confirming"
 
 if [ -n "${KERNEL_STOCK:-}" ]; then
 	run_case stock-b --kernel-b "$KERNEL_STOCK" -- --signals "$SIGNALS" --expect rollback \

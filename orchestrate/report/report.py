@@ -15,9 +15,9 @@ import json
 import os
 import sys
 
-PHASES = ("freeze", "dump", "transfer", "restore")
+PHASES = ("freeze", "dump", "transfer", "restore", "commit")
 PHASE_COLORS = {"freeze": "#4e79a7", "dump": "#f28e2b", "transfer": "#e15759",
-                "restore": "#59a14f", "other": "#bab0ac"}
+                "restore": "#59a14f", "commit": "#b07aa1", "other": "#bab0ac"}
 CLASS_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 KEY_FIELDS = ("pid", "uid", "value", "timerid", "overrun", "status", "band",

@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <mqueue.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -467,6 +468,87 @@ TEST_F(rt, all_layouts_together)
 		each[0] = all[i];
 		EXPECT_EQ(0, dump_has(self->dump1, self->n, each));
 	}
+}
+
+/*
+ * A non-leader thread restores its own per-thread queue: every layout,
+ * including the process-wide ones moved into it, with positive si_codes,
+ * queued by rt_tgsigqueueinfo() to its own tid. Runs in the thread with
+ * plain return codes (the harness asserts only on the main thread).
+ */
+struct thread_rt {
+	struct rt_ctx c;
+	unsigned char dump1[MAXREC * SIGINFO_SIZE];
+	unsigned char flushed[MAXREC * SIGINFO_SIZE];
+	unsigned char dump2[MAXREC * SIGINFO_SIZE];
+	ssize_t n;
+	int failed_step;
+	int err;
+};
+
+static void *thread_roundtrip_main(void *arg)
+{
+	const gen_fn gens[] = {
+		gen_si_user, gen_si_queue, gen_si_tkill, gen_si_timer,
+		gen_si_mesgq, gen_poll_in, gen_fault, gen_cld_exited, NULL,
+	};
+	struct thread_rt *t = arg;
+	const gen_fn *g;
+	ssize_t m;
+
+	t->failed_step = 1;
+	for (g = gens; *g; g++)
+		if ((*g)(&t->c))
+			goto fail;
+	t->failed_step = 2;
+	if (!wait_pending(SIGCHLD, 5000) || settle_into_target(&t->c))
+		goto fail;
+	t->failed_step = 3;
+	t->n = dump_queue(1, t->dump1);
+	ctx_stop_sources(&t->c);
+	if (t->n <= 0 || dump_queue(0, t->dump2) != 0)
+		goto fail;
+	t->failed_step = 4;
+	m = flush_queue(1, t->flushed);
+	if (m != t->n || match_dequeue_to_peek(t->dump1, t->n, t->flushed, m))
+		goto fail;
+	t->failed_step = 5;
+	if (requeue(1, t->dump1, t->n))
+		goto fail;
+	t->failed_step = 6;
+	if (dump_queue(1, t->dump2) != t->n ||
+	    memcmp(t->dump1, t->dump2, t->n * SIGINFO_SIZE))
+		goto fail;
+	t->failed_step = 7;
+	m = flush_queue(1, t->flushed);
+	if (m != t->n || match_dequeue_to_peek(t->dump1, t->n, t->flushed, m))
+		goto fail;
+	t->failed_step = 0;
+	return NULL;
+fail:
+	t->err = errno;
+	return NULL;
+}
+
+TEST(nonleader_thread_restores_its_own_queue)
+{
+	static struct thread_rt t;
+	unsigned char empty[MAXREC * SIGINFO_SIZE];
+	pthread_t thread;
+
+	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
+	block_test_signals(SIG_BLOCK);
+	flush_all_signals();
+	ctx_init(&t.c, 1);
+	ASSERT_EQ(0, pthread_create(&thread, NULL, thread_roundtrip_main, &t));
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	ctx_cleanup(&t.c);
+	EXPECT_EQ(0, t.failed_step) TH_LOG("errno %d (%s)", t.err, strerror(t.err));
+	/* SI_USER, 3 x SI_QUEUE, SI_TKILL, SI_TIMER, SI_MESGQ, POLL_IN, fault, SIGCHLD */
+	EXPECT_EQ(10, t.n);
+	/* Nothing leaked into the leader's queue or was left in the shared one. */
+	EXPECT_EQ(0, dump_queue(1, empty));
+	EXPECT_EQ(0, dump_queue(0, empty));
 }
 
 TEST_HARNESS_MAIN

@@ -73,6 +73,8 @@ static const char help[] =
 "   that were legitimately merged are reported as coalesced.\n"
 "   This uses CLOCK_REALTIME stamps from both logs, so compare logs from\n"
 "   hosts whose clocks agree.\n"
+" * Ledgers of i386 workloads (H line arch 3) hold the compat siginfo\n"
+"   layout, whose sival is 32 bits: it carries the sequence number only.\n"
 " * Signals the workload raises itself (timers, SIGCHLD, SIGIO, mq_notify)\n"
 "   are counted as local; a SI_TIMER delivery must name (si_timerid) a timer\n"
 "   the workload created, with the same signal and sival, else mismatched.\n";
@@ -214,7 +216,26 @@ static int unhex(const char *h, unsigned char *out)
 }
 
 static int32_t i32(const unsigned char *p) { int32_t x; memcpy(&x, p, 4); return x; }
-static uint64_t u64(const unsigned char *p) { uint64_t x; memcpy(&x, p, 8); return x; }
+
+/* Where the union fields sit: x86_64 siginfo, or the i386 compat one. */
+struct layout { int pid, uid, value, value_size, timer_overrun; };
+static const struct layout lay64 = { 16, 20, 24, 8, 20 };
+static const struct layout lay32 = { 12, 16, 20, 4, 16 };
+static const struct layout *lay = &lay64;
+
+static uint64_t sival(const unsigned char *si)
+{
+	uint64_t x = 0;
+
+	memcpy(&x, si + lay->value, (size_t)lay->value_size);
+	return x;
+}
+
+/* A 32-bit receiver sees the low 32 bits of the sender's sival: the seq. */
+static int tagged(uint64_t v)
+{
+	return lay->value_size == 4 || (v & TAG_MASK) == PAYLOAD_TAG;
+}
 
 static void mismatch(const char *why, const char *line)
 {
@@ -236,7 +257,7 @@ static int tail_is_zero(const unsigned char *si, int from)
 static void payload_delivery(const unsigned char *si, int index, long long ns,
 			     const char *line)
 {
-	struct send key = { .sender = i32(si + 16), .seq = u64(si + 24) & ~TAG_MASK };
+	struct send key = { .sender = i32(si + lay->pid), .seq = sival(si) & ~TAG_MASK };
 	struct send *s = bsearch(&key, sends, nsends, sizeof(*sends), cmp_send);
 	struct group *g;
 
@@ -248,8 +269,9 @@ static void payload_delivery(const unsigned char *si, int index, long long ns,
 			fprintf(stderr, "duplicated seq %lu\n", s->seq);
 		return;
 	}
-	if (s->signo != i32(si) || !s->payload || s->uid != i32(si + 20) ||
-	    (s->target >= 0 && s->target != index) || !tail_is_zero(si, 32))
+	if (s->signo != i32(si) || !s->payload || s->uid != i32(si + lay->uid) ||
+	    (s->target >= 0 && s->target != index) ||
+	    !tail_is_zero(si, lay->value + lay->value_size))
 		return mismatch("content differs from the send", line);
 	if (s->signo < SIGRTMIN && (g = group_of(s->signo, s->target))) {
 		g->delivered++;
@@ -263,7 +285,7 @@ static void plain_delivery(const unsigned char *si, int code, int index, long lo
 {
 	struct group *g = group_of(i32(si), code == SI_TKILL ? index : -1);
 
-	if (!g || !g->sent || i32(si) >= SIGRTMIN || !tail_is_zero(si, 24))
+	if (!g || !g->sent || i32(si) >= SIGRTMIN || !tail_is_zero(si, lay->uid + 4))
 		return mismatch("no matching kill/tgkill", line);
 	g->delivered++;
 	if (ns > g->last_delivery)
@@ -272,7 +294,7 @@ static void plain_delivery(const unsigned char *si, int code, int index, long lo
 
 static void timer_delivery(const unsigned char *si, int restored, const char *line)
 {
-	int id = i32(si + 16), overrun = i32(si + 20);
+	int id = i32(si + lay->pid), overrun = i32(si + lay->timer_overrun);
 	size_t i;
 
 	v.delivered--;	/* not a send: counted apart */
@@ -280,7 +302,7 @@ static void timer_delivery(const unsigned char *si, int restored, const char *li
 	for (i = 0; i < ntimers; i++)
 		if (timers[i].id == id)
 			break;
-	if (i == ntimers || timers[i].signo != i32(si) || timers[i].value != u64(si + 24)) {
+	if (i == ntimers || timers[i].signo != i32(si) || timers[i].value != sival(si)) {
 		v.invalid_timers++;
 		return mismatch("SI_TIMER names no timer of the workload", line);
 	}
@@ -307,10 +329,9 @@ static void delivery(const char *line, int restored)
 	code = i32(si + 8);
 	if (code == SI_TIMER)
 		return timer_delivery(si, restored, line);
-	if (code == SI_QUEUE && is_sender(i32(si + 16)) &&
-	    (u64(si + 24) & TAG_MASK) == PAYLOAD_TAG)
+	if (code == SI_QUEUE && is_sender(i32(si + lay->pid)) && tagged(sival(si)))
 		return payload_delivery(si, index, ns, line);
-	if ((code == SI_USER || code == SI_TKILL) && is_sender(i32(si + 16)))
+	if ((code == SI_USER || code == SI_TKILL) && is_sender(i32(si + lay->pid)))
 		return plain_delivery(si, code, index, ns, line);
 	v.delivered--;
 	v.local++;
@@ -335,7 +356,8 @@ static void parse_timers(const char *path)
 static void parse_ledger(const char *path)
 {
 	char line[512];
-	int restored = 0, pid, r;
+	int restored = 0, pid, r, arch;
+	long long ns;
 	FILE *f = fopen(path, "r");
 
 	if (!f) {
@@ -344,6 +366,9 @@ static void parse_ledger(const char *path)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		if (line[0] == 'H' && sscanf(line, "H %d %d", &pid, &r) == 2) {
+			arch = 62;
+			sscanf(line, "H %d %d %lld %d", &pid, &r, &ns, &arch);
+			lay = arch == 3 ? &lay32 : &lay64;
 			restored = r;
 			v.restores += (unsigned long)r;
 		} else if (line[0] == 'D') {

@@ -9,7 +9,8 @@
  *
  * Ledger lines (each written with one write(2), O_APPEND, so nothing is
  * buffered and a COMMIT or a kill loses nothing):
- *   H <pid> <restored 0|1> <realtime_ns>            process start
+ *   H <pid> <restored 0|1> <realtime_ns> <e_machine>   process start (62 x86_64, 3 i386:
+ *                                                    the siginfo layout of the D lines)
  *   T <timer_id> <signo> <sival hex> <notify> <thread>   a timer it created
  *   D <thread_index> <tid> <realtime_ns> <256 hex digits>   a delivered siginfo
  */
@@ -31,6 +32,11 @@
 #include <sigmig/runtime.h>
 
 #define MAX_THREADS	64
+#ifdef __i386__
+#define LEDGER_ARCH	3	/* EM_386: compat siginfo layout */
+#else
+#define LEDGER_ARCH	62	/* EM_X86_64 */
+#endif
 #define MQ_SIGNAL	(SIGRTMIN + 20)
 #define TIMER_SIGNAL	(SIGRTMIN + 21)
 #define TTIMER_SIGNAL	(SIGRTMIN + 22)
@@ -243,7 +249,7 @@ static int create_timer(int notify, int signo, pid_t tid, uint64_t value, int us
 		return -1;
 	}
 	syscall(SYS_timer_settime, id, 0, &its, NULL);
-	ledger_printf("T %d %d %llx %d %d\n", id, signo, (unsigned long long)value,
+	ledger_printf("T %d %d %llx %d %d\n", id, signo, (unsigned long long)(uintptr_t)value,
 		      notify, notify == SIGEV_THREAD_ID ? self_index : -1);
 	return id;
 }
@@ -366,8 +372,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ledger_printf("H %d %d %lld\n", getpid(), opt.restore ? 1 : 0,
-		      (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
+	ledger_printf("H %d %d %lld %d\n", getpid(), opt.restore ? 1 : 0,
+		      (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec, LEDGER_ARCH);
 	if (opt.local && setup_local_sources())
 		perror("sigstorm: local sources");
 	if (!opt.restore)

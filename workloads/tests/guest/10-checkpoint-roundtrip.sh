@@ -2,14 +2,16 @@
 # Under load: freeze sigstorm, let thousands of signals pile up in both queues
 # of several threads, dump, COMMIT, restore into a new process, resume the
 # sender, and prove with sigledger: lost=0 duplicated=0 mismatched=0.
+# STORM=sigstorm32 runs the same with the i386 build (compat siginfo).
 cd "$(dirname "$0")" && . ./lib.sh
-WORK=/tmp/wl-roundtrip
+STORM=${STORM:-sigstorm}
+WORK=/tmp/wl-roundtrip-$STORM
 rm -rf $WORK && mkdir -p $WORK
-SOCK=/run/sigmig/roundtrip.sock
-SOCK2=/run/sigmig/roundtrip-restored.sock
+SOCK=/run/sigmig/roundtrip-$STORM.sock
+SOCK2=/run/sigmig/roundtrip-$STORM-restored.sock
 
 start_storm $SOCK $WORK/ledger.1 --timer-us 10000
-ok $? "sigstorm started (pid $STORM_PID)"
+ok $? "$STORM started (pid $STORM_PID)"
 echo $STORM_PID > $WORK/pid
 start_sender $WORK/pid $WORK/send.log
 sleep 3
@@ -47,7 +49,7 @@ rc=$?
 [ "$rc" -eq 0 ] && [ "$(wc -l < $WORK/ledger.1)" -eq "$lines_before" ]
 ok $? "original exited 0 (rc=$rc) and delivered nothing after COMMIT"
 
-sigstorm --restore $WORK/image --ctl $SOCK2 --ledger $WORK/ledger.2 --threads 4 \
+$STORM --restore $WORK/image --ctl $SOCK2 --ledger $WORK/ledger.2 --threads 4 \
 	2>>$WORK/storm.err &
 NEW_PID=$!
 track $NEW_PID

@@ -62,7 +62,7 @@ exited() { ! kill -0 "$1" 2>/dev/null; }
 start_storm() {
 	local sock=$1 ledger=$2
 	shift 2
-	sigstorm --threads 4 --ctl "$sock" --ledger "$ledger" "$@" 2>>"$WORK/storm.err" &
+	${STORM:-sigstorm} --threads 4 --ctl "$sock" --ledger "$ledger" "$@" 2>>"$WORK/storm.err" &
 	STORM_PID=$!
 	track $STORM_PID
 	wait_until 20 status_is "$sock" running

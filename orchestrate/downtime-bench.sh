@@ -36,8 +36,13 @@ parse_args() {
 # unpacks concatenated archives in order).
 build_images() {
 	local ovl="$OUT/overlay"
-	KERNEL=$("$REPO/orchestrate/build-kernel.sh" --flavor default 2>>"$LOGS/downtime-bench-build.log")
-	"$REPO/orchestrate/build-initramfs.sh" --output "$OUT/base.cpio.gz" >/dev/null 2>>"$LOGS/downtime-bench-build.log"
+	# SIGMIG_BENCH_KERNEL: a prebuilt bzImage (e.g. while the cache is busy).
+	KERNEL=${SIGMIG_BENCH_KERNEL:-$("$REPO/orchestrate/build-kernel.sh" --flavor default 2>>"$LOGS/downtime-bench-build.log")}
+	if [ -n "${SIGMIG_BENCH_INITRD:-}" ]; then
+		cp "$SIGMIG_BENCH_INITRD" "$OUT/base.cpio.gz"
+	else
+		"$REPO/orchestrate/build-initramfs.sh" --output "$OUT/base.cpio.gz" >/dev/null 2>>"$LOGS/downtime-bench-build.log"
+	fi
 	rm -rf "$ovl"
 	mkdir -p "$ovl/sigmig/bin"
 	cc -O2 -Wall -Wextra -Werror -static -o "$ovl/sigmig/bin/linkbench" "$REPO/orchestrate/bench/linkbench.c"

@@ -89,6 +89,8 @@ parse_args() {
 	[[ $after =~ ^[0-9]+$ ]] || die "--after: a number"
 	out=${out:-$REPO/build/migrate/$(date +%Y%m%d-%H%M%S)-$$}
 	mkdir -p "$out"
+	# A reused directory must not lend a failed run the files of an older one.
+	rm -f "$out"/*.json "$out"/*.txt "$out"/*.log "$out"/.body
 }
 
 # ---------------------------------------------------------------- HTTP
@@ -153,7 +155,7 @@ def pending_total: if (.pending_total? | type) == "number" then .pending_total
 jqr() { jq -r "$JQ_DEFS $1" "${@:2}"; }
 
 pending_of() {	# URL TOKEN ID -> total pending signals
-	api GET "$1" "/v1/workloads/$3/signals" "$2" | jqr 'pending_total'
+	api GET "$1" "/v1/workloads/$3/signals?limit=1" "$2" | jqr 'pending_total'
 }
 
 workload_field() {	# URL TOKEN ID JQ-EXPR
@@ -267,7 +269,17 @@ after_ok() {
 	STORM_B=$(jq -r '.target_workload.id // .workload.id // .restored.id // .target.workload.id // .target.id // empty' "$out/migrate.json")
 	[ -n "$STORM_B" ] || die "the migrate reply names no workload on B: $(head -c 300 "$out/migrate.json")"
 	PID_B=$(workload_field "$to" "$token_to" "$STORM_B" '.pid')
-	api_b GET "/v1/workloads/$STORM_B/signals?limit=$snapshot_limit" >"$out/after.json" || die "GET signals on B failed"
+	local try got=0
+	for try in 1 2 3 4 5; do
+		# A copy busy consuming thousands of signals may not park in
+		# time for the peek (integration finding 4): try again.
+		if api_b GET "/v1/workloads/$STORM_B/signals?limit=$snapshot_limit" >"$out/after.json"; then
+			got=1
+			break
+		fi
+		sleep 1
+	done
+	[ "$got" = 1 ] || FAILURES+=("GET signals on B failed $try times")
 	api_b GET "/v1/workloads/$STORM_B" >"$out/workload-b.json" || true
 	if [ "$(jq -r .state "$out/workload-b.json")" = frozen ]; then
 		HELD=1

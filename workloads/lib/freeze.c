@@ -235,13 +235,18 @@ int sigmig_freeze(uint64_t *ns, char *err, size_t errlen)
 		if (!t->registered)
 			continue;
 		atomic_store(&t->cmd, CMD_NONE);
-		if (syscall(SYS_tgkill, pid, t->tid, SIGMIG_FREEZE_SIGNAL)) {
-			ret = -errno;
-			snprintf(err, errlen, "tgkill(thread %u, tid %d): %s", i,
-				 t->tid, strerror(errno));
-			sigmig_thaw();
-			return ret;
+		if (syscall(SYS_tgkill, pid, t->tid, SIGMIG_FREEZE_SIGNAL) == 0)
+			continue;
+		if (errno == ESRCH) {
+			/* the thread has exited: it has no queue left to dump */
+			t->registered = 0;
+			continue;
 		}
+		ret = -errno;
+		snprintf(err, errlen, "tgkill(thread %u, tid %d): %s", i, t->tid,
+			 strerror(errno));
+		sigmig_thaw();
+		return ret;
 	}
 	ret = wait_parked(count_registered(), FREEZE_TIMEOUT_MS);
 	if (ret) {

@@ -461,6 +461,68 @@ static void run_per_thread(void)
 }
 
 /*
+ * Patch 7 leaves a resume hint (entry, index, mask) where a walk stopped.
+ * The walk reads the fd's mask afresh at every batch, so a signalfd4()
+ * mask change between two batches makes it count part of the queue under
+ * one mask and part under the other, and the hint it leaves carries the
+ * new mask with an index that is not the entry's index under that mask.
+ * Queue Y0 X0 Y1 X1 ... Y99 X99, fd mask {X, Y}, a pread of 100 records
+ * blocked after its first batch; mask changed to {X}; then a pread at
+ * X-index 100 (one past the last X) must return nothing.
+ */
+static void run_mask_change(void)
+{
+	struct blocked b = { .nreaders = 1 };
+	struct reader *r = &b.rd[0];
+	uint8_t rec[RECORD_SIZE];
+	const siginfo_t *si = (const siginfo_t *)rec;
+	const char *why = NULL;
+	ssize_t n = -1;
+	sigset_t only_x;
+	int i;
+
+	for (i = 0; i < NREC && !why; i++)
+		if (queue_rec(S_VICT, (uint32_t)i, 0) || queue_rec(S_FILL, (uint32_t)i, 0))
+			why = "could not fill the queue";
+	r->fd = sfd(0, S_FILL, S_VICT);
+	r->off = SFD_SHARED_QUEUE_OFFSET;
+	r->go = 1;
+	b.uffd = uffd_open();
+	b.mem[0] = b.uffd >= 0 ? trap_buffer(b.uffd) : NULL;
+	r->buf = b.mem[0];
+	if (why || !r->buf || pthread_create(&r->th, NULL, reader_main, r)) {
+		tap_result(0, "mask change during a walk: setup failed");
+		drain(0);
+		return;
+	}
+	if (wait_faults(b.uffd, 1))
+		why = "the pread never blocked";
+	sigemptyset(&only_x);
+	sigaddset(&only_x, S_FILL);
+	if (!why && sys_signalfd4(r->fd, &only_x, KSIGSET_SIZE, SFD_RAW) != r->fd)
+		why = "signalfd4 mask change failed";
+	release_readers(&b, 0);
+	if (!why) {
+		n = pread(r->fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET + NREC);
+		if (n != 0)
+			why = "a pread one past the last selected entry returned a record";
+	}
+	if (!why) {
+		n = pread(r->fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET + NREC - 1);
+		if (n != RECORD_SIZE || si->si_signo != S_FILL ||
+		    si->si_value.sival_int != NREC - 1)
+			why = "the last selected entry is not at its index";
+	}
+	if (why && n == RECORD_SIZE)
+		tap_diag("mask change: got signal %d value %d", si->si_signo,
+			 si->si_value.sival_int);
+	drain(0);
+	free_blocked(&b);
+	tap_result(!why, "a mask change during a walk leaves no wrong resume hint%s%s",
+		   why ? ": " : "", why ? why : "");
+}
+
+/*
  * The reader is killed while it holds the pin (and the entry it pins was
  * dequeued): the exit path must unpin and free it exactly once.
  */
@@ -521,10 +583,11 @@ int main(void)
 	S_FILL = SIGRTMIN + 2;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	tap_plan(n + 2);
+	tap_plan(n + 3);
 	for (i = 0; i < n; i++)
 		run_scenario(&scenarios[i]);
 	run_per_thread();
+	run_mask_change();
 	run_killed();
 	return tap_failed ? 1 : 0;
 }

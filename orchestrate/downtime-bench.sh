@@ -71,8 +71,17 @@ wait_gone() {	# URL ID
 	done
 }
 
-# Prints the sender's ns for BYTES from A to B over the guest link.
+# Prints the best of three linkbench times (ms) for BYTES from A to B.
 link_time() {
+	local best="" t i
+	for i in 1 2 3; do
+		t=$(link_time_once "$1") || continue
+		[ -n "$best" ] && awk -v a="$t" -v b="$best" 'BEGIN { exit !(a >= b) }' || best=$t
+	done
+	echo "${best:-0}"
+}
+
+link_time_once() {
 	local bytes=$1 recv send port=$((9000 + RANDOM % 1000))
 	recv=$(start_program "$SIGMIG_B_URL" linkbench "[\"recv\",\"$port\"]")
 	sleep 1
@@ -91,7 +100,7 @@ measure() {
 		for run in $(seq 1 "$runs"); do
 			dir="$OUT/n$n-r$run"
 			say "migration with $n signals piled up (run $run)"
-			res=$("$REPO/orchestrate/migrate.sh" --quiet --rt-only --signals "$n" --after 0 --threads 4 --snapshot-limit 1 --out "$dir") ||
+			res=$("$REPO/orchestrate/migrate.sh" --quiet --rt-only --settle 15 --signals "$n" --after 0 --threads 4 --snapshot-limit 1 --out "$dir") ||
 				say "migrate.sh failed for $n (see $dir); recorded anyway"
 			res="$dir/result.json"
 			[ -f "$res" ] || continue
@@ -101,8 +110,8 @@ measure() {
 				def t(p): (.migrate.timings // .migrate) as $m
 					| ($m[p + "_ms"] // (($m[p + "_ns"] // 0) / 1e6));
 				[.pending.before.total, ($image | tonumber), t("freeze"), t("dump"), t("transfer"),
-				 t("restore"), (t("downtime") // t("total")), ($link | tonumber),
-				 (.ledger.lost // "?"), (.ledger.duplicated // "?")] | @tsv
+				 t("restore"), t("commit"), (t("downtime") // t("total")), ($link | tonumber),
+				 (.ledger.lost // "?"), (.ledger.duplicated // "?"), (.failures | length)] | @tsv
 				EOF
 			)" "$res" >>"$OUT/rows.txt"
 			say "  $(tail -1 "$OUT/rows.txt")"
@@ -125,14 +134,21 @@ write_doc() {
 		echo "time \`linkbench\` needs to push the same number of bytes (the image size) from A to B over"
 		echo "the same link, TCP connect to final acknowledgement, started through the same agents."
 		echo
-		echo "| pending | image bytes | freeze ms | dump ms | transfer ms | restore ms | downtime ms | link alone ms | lost | dup |"
-		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
-		while IFS=$'\t' read -r p img f d t r dt l lost dup; do
-			echo "| $p | $img | $(ms "$f") | $(ms "$d") | $(ms "$t") | $(ms "$r") | $(ms "$dt") | $(ms "$l") | $lost | $dup |"
+		echo "| pending | image bytes | freeze ms | dump ms | transfer ms | restore ms | commit ms | downtime ms | link alone ms | lost | dup |"
+		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+		while IFS=$'\t' read -r p img f d t r c dt l lost dup nfail; do
+			[ "$nfail" = 0 ] || { lost="($lost)*"; dup="($dup)*"; }
+			echo "| $p | $img | $(ms "$f") | $(ms "$d") | $(ms "$t") | $(ms "$r") | $(ms "$c") | $(ms "$dt") | $(ms "$l") | $lost | $dup |"
 		done <"$OUT/rows.txt"
 		echo
-		echo "Reading the table: the difference between *transfer* and *link alone* is the cost of"
-		echo "HTTP framing and of the agents (reading the body, writing the image file); *dump* and"
+		echo "\* the ledger could not be completed for this run (the copy on B stopped answering its control"
+		echo "socket while consuming the moved signals, so unconsumed signals count as lost): see"
+		echo "integration finding 4. The migration itself had completed and B had verified every queue."
+		echo
+		echo "Reading the table: A's agent ends *transfer* when the last byte of the image has been"
+		echo "handed to its TCP stack, so bytes still in flight are counted in *restore* (which ends when"
+		echo "B's answer arrives); compare *transfer + restore* with *link alone* (best of three"
+		echo "linkbench runs) to see what the agents and the runtime add to moving the bytes. *dump* and"
 		echo "*restore* grow linearly with the number of records (one 128-byte pread per batch on A,"
 		echo "one rt_sigqueueinfo + re-read per record on B). Under TCG everything is ~10-50x slower"
 		echo "than on hardware; the ratios are what carries over."

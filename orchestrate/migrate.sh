@@ -13,6 +13,7 @@
 #   --token-to T        token of the destination if different
 #   --threads N         workload threads (default 4)
 #   --signals N         signals to pile up pending before the move (default 4000)
+#   --settle S          wait S seconds before looking at the copy on B (default 0)
 #   --rt-only           pile up real-time signals only (each one queues: pending = sent)
 #   --after N           signals sent to the moved process on the destination (default 1000)
 #   --expect ok|rollback   rollback: a fault is injected, the original must stay
@@ -47,12 +48,13 @@ out=""
 quiet=0
 snapshot_limit=100000
 rt_only=0
+settle=0
 EXACT=1
 START=$SECONDS
 
 say() { [ "$quiet" = 1 ] || printf '[migrate %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 die() { printf '[migrate %3ds] ERROR: %s\n' $((SECONDS - START)) "$*" >&2; exit 1; }
-usage() { sed -n '7,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -66,6 +68,7 @@ parse_args() {
 		--signals) signals=${2:?}; shift 2 ;;
 		--after) after=${2:?}; shift 2 ;;
 		--rt-only) rt_only=1; shift ;;
+		--settle) settle=${2:?}; shift 2 ;;
 		--expect) expect=${2:?}; shift 2 ;;
 		--fault) fault=${2?}; shift 2 ;;
 		--migrate-timeout-ms) migrate_timeout_ms=${2:?}; shift 2 ;;
@@ -269,6 +272,7 @@ after_ok() {
 	STORM_B=$(jq -r '.target_workload.id // .workload.id // .restored.id // .target.workload.id // .target.id // empty' "$out/migrate.json")
 	[ -n "$STORM_B" ] || die "the migrate reply names no workload on B: $(head -c 300 "$out/migrate.json")"
 	PID_B=$(workload_field "$to" "$token_to" "$STORM_B" '.pid')
+	[ "$settle" = 0 ] || { say "letting the copy on B settle for ${settle}s"; sleep "$settle"; }
 	local try got=0
 	for try in 1 2 3 4 5; do
 		# A copy busy consuming thousands of signals may not park in

@@ -66,7 +66,7 @@ peeks() {	# N sequential pending-signal reads through the runtime
 	if [ "$rc" -eq 0 ]; then ok "$1 sequential peeks/inspects: $(tail -1 "$WORK/round.out")"; else not_ok "sequential peeks"; fi
 }
 
-peeks 40
+peeks 20
 round "warm-up round, $CLIENTS clients x $PER_CLIENT requests"
 rss1=$(rss_kb "$AGENT_PID")
 round "measured round, $CLIENTS clients x $PER_CLIENT requests"

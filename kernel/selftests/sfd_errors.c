@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "sfd_common.h"
@@ -390,6 +391,39 @@ TEST_F(errors, write_refused)
 	memset(self->buf, 0, SIGINFO_SIZE);
 	EXPECT_ERRNO(EINVAL, write(self->fd, self->buf, SIGINFO_SIZE));
 	EXPECT_ERRNO(ESPIPE, pwrite(self->fd, self->buf, SIGINFO_SIZE, SHARED));
+}
+
+/*
+ * A signalfd inherited across fork() reads the queues of whoever reads it:
+ * the child peeks its own (empty, then its own) queue, never the parent's.
+ */
+TEST_F(errors, inherited_fd_reads_the_readers_queues)
+{
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, q_shared(SIGRTMIN, 7));
+	ASSERT_EQ(0, q_private(SIGRTMIN, 8));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		siginfo_t r[4];
+		int bad = 0;
+
+		/* Pending signals are not inherited. */
+		bad |= sfd_peek(self->fd, r, 4, SHARED) != 0;
+		bad |= sfd_peek(self->fd, r, 4, PRIV) != 0;
+		bad |= q_shared(SIGRTMIN, 9) != 0;
+		bad |= sfd_peek(self->fd, r, 4, SHARED) != SIGINFO_SIZE;
+		bad |= r[0].si_value.sival_int != 9 || r[0].si_pid != getpid();
+		bad |= read(self->fd, r, sizeof(r)) != SIGINFO_SIZE;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(7, shared_values(self->fd));
+	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->fd, self->buf, 4, PRIV));
+	EXPECT_EQ(8, ((siginfo_t *)self->buf)->si_value.sival_int);
 }
 
 TEST_HARNESS_MAIN

@@ -211,9 +211,9 @@ class Text:
         self.add(self.c("36", "-" * min(len(s), self.width)))
 
 
-def queue_table(t, before, after, exact=True):
+def queue_table(t, before, after, exact=True, restore=None):
     after_map = {k: recs for k, _, recs in after}
-    t.add("  %-22s %12s %12s   %s" % ("queue", "before on A", "after on B", "bytes"))
+    t.add("  %-22s %12s %12s   %s" % ("queue", "before on A", "after on B" if exact else "on B later", "bytes"))
     for key, label, recs in before:
         other = after_map.get(key, [])
         same = raw_list(recs) == raw_list(other)
@@ -227,6 +227,10 @@ def queue_table(t, before, after, exact=True):
     tb = sum(len(r) for _, _, r in before)
     ta = sum(len(r) for _, _, r in after)
     t.add("  %-22s %12s %12s" % ("total", fmt_n(tb), fmt_n(ta)))
+    if restore:
+        t.add("  %-22s %12s %12s   %s" % ("requeued on B", "", fmt_n(restore.get("requeued")),
+              t.c("32", "verified byte for byte before resuming") if restore.get("verified")
+              else t.c("1;31", "NOT verified")))
 
 
 def signal_mix(recs):
@@ -286,8 +290,9 @@ def render_text(result, before, after, timings, ledger, ok, reasons, color, widt
     exact = result.get("exact_snapshot", True)
     if not exact:
         t.add(t.c("33", "  note: the copy on B resumed before it could be looked at; 'after' is what it has not"))
-        t.add(t.c("33", "  consumed yet. B's runtime compared every requeued queue byte for byte (Timings below)."))
-    queue_table(t, before, after, exact)
+        t.add(t.c("33", "  consumed yet. B's runtime re-read every requeued queue and compared it byte for byte."))
+    restore = ((result.get("migrate") or {}).get("target_workload") or {}).get("restore")
+    queue_table(t, before, after, exact, restore)
 
     t.title("What is pending (signal / si_code, oldest and newest record)")
     queue_samples(t, before, after)

@@ -438,7 +438,7 @@ pre{background:#f5f5f5;padding:1em;font-size:.8em;overflow:auto}
 %(timeline)s
 <h2>Pending queues before (on A) and after (on B)</h2>
 <p>one square per pending signal, oldest first, colored by si_code: %(legend)s</p>
-<table class="queues"><tr><th></th><th>before, on A</th><th>after, on B</th></tr>%(rows)s</table>
+<table class="queues"><tr><th></th><th>before, on A</th><th>%(after_title)s</th></tr>%(rows)s</table>
 <h2>Ledger</h2>
 <table class="ledger"><tr>%(ledger)s</tr></table>
 <h2>Full text report</h2>
@@ -453,6 +453,8 @@ pre{background:#f5f5f5;padding:1em;font-size:.8em;overflow:auto}
         "verdict": verdict_html, "downtime": fmt_s(timings.get("downtime")),
         "timeline": svg_timeline(timings), "legend": legend, "rows": "".join(rows),
         "ledger": led_cells, "text": html.escape(text),
+        "after_title": "after, on B" if result.get("exact_snapshot", True) else
+                       "on B, moments later (it resumed at once; B verified the requeued queues itself)",
     }
 
 

@@ -15,7 +15,11 @@ start_sender $WORK/pid $WORK/send.log
 sleep 2
 sigmig-ctl $SOCK FREEZE >/dev/null
 ok $? "FREEZE"
-sleep 1
+sigsend --pid $STORM_PID --log $WORK/burst.log --count 1500 --rate 0 --std-percent 5 \
+	--seed 11 2>>$WORK/send.err &
+BURST_PID=$!
+track $BURST_PID
+wait_until 300 exited $BURST_PID
 pause_sender $WORK/send.log
 reply=$(sigmig-ctl $SOCK DUMP --out $WORK/image)
 ok $? "DUMP: $reply"
@@ -57,7 +61,7 @@ kill -USR2 $SENDER_PID
 sleep 2
 kill -TERM $SENDER_PID
 wait_until 10 exited $SENDER_PID
-verdict() { sigledger --log $WORK/send.log --ledger $WORK/ledger.1; }
+verdict() { sigledger --log $WORK/send.log --log $WORK/burst.log --ledger $WORK/ledger.1; }
 wait_until 120 verdict
 v=$(verdict)
 ok $? "original intact: $v"

@@ -71,7 +71,7 @@ run_with_progress() {
 		else
 			left=$((expected > elapsed ? expected - elapsed : 0))
 		fi
-		say "$label: $(fmt_time "$elapsed") elapsed${pct:+, $pct% done}, about $(fmt_time "$left") left"
+		say "$label: $(fmt_time "$elapsed") elapsed${pct:+, $pct% done}, about $(fmt_time "$left") left ($(last_status "$log"))"
 	done
 	wait "$bg_pid" || rc=$?
 	bg_pid=""
@@ -82,6 +82,11 @@ run_with_progress() {
 }
 
 no_progress() { :; }
+
+# The last progress line of a step's log, without its timestamp prefix.
+last_status() {
+	grep -E '^\[' "$1" 2>/dev/null | tail -1 | sed 's/^\[[^]]*\] *//' | cut -c1-80
+}
 
 missing_packages() {
 	make -s -C "$REPO" -n deps >/dev/null 2>&1 || return 0
@@ -120,6 +125,8 @@ KERNEL_OBJS_FILE="$CACHE/kernel-objects.count"
 
 kernel_progress() {
 	local have want
+	# Only a compile in progress has a meaningful percentage.
+	grep -q 'building bzImage' "$LOGS/kernel-$1.log" 2>/dev/null || return 0
 	want=$(cat "$KERNEL_OBJS_FILE" 2>/dev/null || echo 1100)
 	have=$(find "$CACHE/build/$1" -name '*.o' 2>/dev/null | wc -l)
 	[ "$want" -gt 0 ] && echo $((have * 100 / want < 99 ? have * 100 / want : 99))
@@ -134,7 +141,7 @@ step_kernel() {
 	   [ -f "$CACHE/build/$flavor/sigmig-inputs.sha256" ]; then
 		say "checking the cache (builds only if an input changed; a cold build takes ~7 min on 2 cores)"
 	else
-		say "first build: extracting the source and compiling, ~7-10 min on 2 cores"
+		say "the kernel inputs changed (or were never built): up to ~7-10 min on 2 cores"
 	fi
 	run_with_progress "kernel build" 480 "kernel_progress_$flavor" "$LOGS/kernel-$flavor.log" \
 		"$REPO/orchestrate/build-kernel.sh" --flavor "$flavor"

@@ -202,9 +202,30 @@ sender_args() {	# PID COUNT SEED [RATE [RT_ONLY]]
 		       + (if $rt == "1" then ["--kinds", "sigqueue,tgsigqueue", "--std-percent", "0"] else [] end))}'
 }
 
+# sigledger tells senders apart by pid only, and two guests booted alike hand
+# out the same pids: before a sender starts on another host, advance that
+# host's pids past every sender pid used so far (integration finding 9).
+skip_sender_pids() {	# BASE TOKEN
+	local max=0 p id tries=0
+	for p in "${SENDER_PIDS[@]}"; do [ "$p" -gt "$max" ] && max=$p; done
+	while [ "$tries" -lt 200 ]; do
+		id=$(start_workload "$1" "$2" '{"program":"sigsend","control":false,"args":["--help"]}') || return 0
+		p=$(workload_field "$1" "$2" "$id" '.pid')
+		api DELETE "$1" "/v1/workloads/$id" "$2" >/dev/null 2>&1 || true
+		[ "$p" -lt "$max" ] || return 0
+		tries=$((tries + 1))
+	done
+}
+
 run_sender() {	# BASE TOKEN HOST PID COUNT SEED RATE [RT_ONLY] -> waits for it, records its id
-	local id
+	local id pid
+	[ "$3" = a ] || skip_sender_pids "$1" "$2"
 	id=$(start_workload "$1" "$2" "$(sender_args "$4" "$5" "$6" "$7" "${8:-0}")") || die "cannot start sigsend on $3"
+	pid=$(workload_field "$1" "$2" "$id" '.pid')
+	case " ${SENDER_PIDS[*]} " in
+	*" $pid "*) FAILURES+=("sender pid $pid used on both hosts: sigledger cannot tell them apart") ;;
+	esac
+	SENDER_PIDS+=("$pid")
 	SENDERS+=("$3:$id")
 	wait_exited "$1" "$2" "$id" 900 || die "sigsend $id on $3 did not finish within 900s"
 }
@@ -463,7 +484,7 @@ main() {
 	local migrated_ok=0
 	parse_args "$@"
 	command -v jq >/dev/null && command -v curl >/dev/null || die "curl and jq are required"
-	FAILURES=() SENDERS=() STRAY_B="" HELD=0
+	FAILURES=() SENDERS=() SENDER_PIDS=() STRAY_B="" HELD=0
 	say "source $from, destination $to (the source streams to $target)"
 	preflight
 	start_on_a

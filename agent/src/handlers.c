@@ -195,7 +195,7 @@ void handle_thaw(struct request *req, struct reply *out)
 	run_state_op(req, out, workload_thaw);
 }
 
-/* PEEK: the runtime freezes if needed, dumps, thaws; never dequeues. */
+/* A snapshot: frozen if needed, dumped, thawed again; never dequeues. */
 static struct workload *peek_image(struct request *req, struct reply *out,
 				   struct ctl_reply *peek)
 {
@@ -216,7 +216,7 @@ static struct workload *peek_image(struct request *req, struct reply *out,
 		workload_put(w);
 		return NULL;
 	}
-	ret = workload_ctl(w, "PEEK", CTL_TIMEOUT_MS * 6, peek, &err);
+	ret = workload_snapshot(w, peek, &err);
 	workload_end_op(w);
 	if (ret) {
 		reply_problem(out, &err, req);

@@ -1052,3 +1052,35 @@ void workloads_shutdown(void)
 	pthread_cond_broadcast(&table.changed);
 	pthread_mutex_unlock(&table.lock);
 }
+
+/*
+ * The image of @w without dequeuing anything and without changing its
+ * state: DUMP when frozen; FREEZE, DUMP, THAW when running. Done as
+ * three verbs rather than the runtime's PEEK so that each step has its
+ * own timeout and a failed dump always ends with the thaw.
+ */
+int workload_snapshot(struct workload *w, struct ctl_reply *dump,
+		      struct api_error *err)
+{
+	struct api_error thaw_err;
+	json_t *result = NULL;
+	bool froze = false;
+	int ret;
+
+	if (!w->control)
+		return api_error_set(err, 409, "no_runtime",
+				     "%s was started with \"control\": false", w->id);
+	ret = workload_freeze(w, &result, err);
+	json_decref(result);
+	if (ret == 0)
+		froze = true;
+	else if (strcmp(err->code, "wrong_state") != 0)
+		return -1;
+	ret = workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err);
+	if (froze && workload_thaw(w, &result, &thaw_err)) {
+		log_error("%s: THAW after a snapshot failed: %s", w->id,
+			  thaw_err.detail);
+	}
+	json_decref(result);
+	return ret;
+}

@@ -41,7 +41,7 @@ check: deps
 	@mkdir -p build/logs
 	$(ORCH)/host-check.sh 2>&1 | tee build/logs/host-check.log; exit $${PIPESTATUS[0]}
 
-test: deps
+test:
 	@$(ORCH)/test-all.sh --kernel-flavor $(FLAVOR)
 
 bench: deps

@@ -5,7 +5,7 @@
 # binaries.  The archive is written from a gen_init_cpio file list, so every
 # file is owned by 0:0 and /dev/console exists without mknod.
 #
-# Usage: build-initramfs.sh [--output FILE] [--components "kernel workloads agent"]
+# Usage: build-initramfs.sh [--output FILE] [--components "kernel kernel/stress workloads agent"]
 #                           [--overlay DIR]   (copied over the root last; ad-hoc tests)
 #                           [--keep-going]    (a component whose install-guest fails is
 #                              left out and reported as "not ok" in <output>.failures)
@@ -18,7 +18,10 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK="$REPO/build/initramfs"
 ROOT=""	# a private staging directory: several builds may run at once
 output="$WORK/initramfs.cpio.gz"
-components="kernel workloads agent"
+# kernel/stress has its own Makefile; once kernel/Makefile recurses into it,
+# it must not be installed (and its tests listed) twice.
+components="kernel kernel/stress workloads agent"
+grep -qs 'stress' "$REPO/kernel/Makefile" && components="kernel workloads agent"
 overlays=()
 keep_going=0
 START=$SECONDS

@@ -4,14 +4,16 @@
 # build/logs/guest-test[-<flavor>][-<only>].log (printed on stderr).
 #
 # Usage: guest-test.sh [--only component|bench] [--kernel-flavor default|debug]
-#                      [--timeout SEC] [--test-timeout SEC] [--quiet]
+#                      [--timeout SEC] [--test-timeout SEC] [--quiet] [--no-build]
+#   --no-build: boot the kernel and initramfs already built (make test builds
+#   them as phases of their own).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-only="" flavor=default timeout_s=2400 test_timeout=600 quiet=()
+only="" flavor=default timeout_s=2400 test_timeout=600 quiet=() build=1
 
 usage() {
-	sed -n '6,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '6,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -22,6 +24,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout_s=${2:?}; shift 2 ;;
 	--test-timeout) test_timeout=${2:?}; shift 2 ;;
 	--quiet) quiet=(--quiet); shift ;;
+	--no-build) build=0; shift ;;
 	*) usage ;;
 	esac
 done
@@ -38,10 +41,14 @@ exec 8>"$REPO/build/logs/.guest-$name.lock"
 flock -n 8 || { echo "[guest-test] waiting for another guest-test $name run" >&2; flock -w "$timeout_s" 8; } ||
 	{ echo "[guest-test] another guest-test $name run holds the lock" >&2; exit 1; }
 
-kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor")
-# --keep-going: one component that fails to build must not hide the
-# others' guest results; its failure is reported and fails this run.
-"$REPO/orchestrate/build-initramfs.sh" --keep-going --output "$initrd" >/dev/null
+if [ "$build" = 1 ]; then
+	kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor")
+	# --keep-going: one component that fails to build must not hide the
+	# others' guest results; its failure is reported and fails this run.
+	"$REPO/orchestrate/build-initramfs.sh" --keep-going --output "$initrd" >/dev/null
+else
+	kernel="$REPO/build/kernel/$flavor/bzImage"
+fi
 
 append="sigmig.timeout=$test_timeout"
 [ -z "$only" ] || append+=" sigmig.only=$only"

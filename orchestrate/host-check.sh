@@ -7,7 +7,10 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-COMPONENTS=${SIGMIG_COMPONENTS:-kernel workloads agent orchestrate}
+default_components="kernel kernel/stress workloads agent orchestrate"
+# kernel/stress is checked on its own until kernel/Makefile recurses into it.
+grep -qs 'stress' "$REPO/kernel/Makefile" && default_components="kernel workloads agent orchestrate"
+COMPONENTS=${SIGMIG_COMPONENTS:-$default_components}
 failed=0
 
 run_step() {

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# The body of `make test` (after `make deps`): build the kernel and the
-# initramfs, run the host-side checks, boot the guest tests, run every extra
-# suite in orchestrate/suites.d/*.sh, then count every TAP "ok"/"not ok" line
-# of all of them and end with exactly one line "N passed, N failed".
+# The body of `make test`: install the Debian packages (make deps), build the
+# kernel and the initramfs, run the host-side checks, boot the guest tests,
+# run every extra suite in orchestrate/suites.d/*.sh, then count every TAP
+# "ok"/"not ok" line of all of them and end with exactly one line
+# "N passed, N failed", preceded by the time each phase took.
 # Every step's output is also kept in build/logs/.  A step that fails without
 # a "not ok" line of its own is counted as one synthetic failure.
 #
 # Usage: test-all.sh [--kernel-flavor default|debug]
+# Environment: SIGMIG_TEST_TIMEOUT (per guest test program, default 300 s),
+# SIGMIG_SUITE_TIMEOUT (per suites.d script, default 1800 s).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOGS="$REPO/build/logs"
 flavor=default
 TAP_LOGS=()
+PHASE_TIMES=()
+# Bounds: a hung guest test or suite costs this much, then counts as failed.
+# The slowest guest test takes ~70 s under TCG on an idle 2-core host.
+TEST_TIMEOUT=${SIGMIG_TEST_TIMEOUT:-300}
+SUITE_TIMEOUT=${SIGMIG_SUITE_TIMEOUT:-1800}
 infra_failures=0
 START=$SECONDS
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel-flavor|--flavor) flavor=${2:?}; shift 2 ;;
-	*) sed -n '9p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2 ;;
+	*) sed -n '10,12p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2 ;;
 	esac
 done
 
@@ -39,6 +47,22 @@ run_logged() {
 	"$@" 2>&1 | tee "$LOGS/$name.log"
 	rc=${PIPESTATUS[0]}
 	return "$rc"
+}
+
+# timed NAME CMD...: run CMD, remember how long it took for the summary.
+timed() {
+	local name=$1 t0=$SECONDS rc
+	shift
+	"$@"
+	rc=$?
+	PHASE_TIMES+=("$name $((SECONDS - t0))s")
+	return "$rc"
+}
+
+install_deps() {
+	banner "deps (Debian packages)"
+	run_logged deps make --no-print-directory -C "$REPO" deps ||
+		infra_fail "make deps, see build/logs/deps.log"
 }
 
 build_kernel() {
@@ -71,7 +95,8 @@ guest_tests() {
 	name=$(guest_name)
 	log="$LOGS/guest-$name.log"
 	banner "guest tests (QEMU TCG; console in build/logs/guest-$name.log)"
-	"$REPO/orchestrate/guest-test.sh" --kernel-flavor "$flavor"
+	"$REPO/orchestrate/guest-test.sh" --kernel-flavor "$flavor" --no-build \
+		--test-timeout "$TEST_TIMEOUT"
 	rc=$?
 	TAP_LOGS+=("$log")
 	[ -s "$REPO/build/initramfs/initramfs-$name.cpio.gz.failures" ] &&
@@ -89,8 +114,10 @@ extra_suites() {
 		[ -f "$suite" ] || continue
 		name=$(basename "$suite" .sh)
 		banner "suite $name"
-		run_logged "suite-$name" bash "$suite"
+		run_logged "suite-$name" timeout -k 60 "$SUITE_TIMEOUT" bash "$suite"
 		rc=$?
+		[ "$rc" != 124 ] || echo "not ok - suite $name killed after ${SUITE_TIMEOUT}s" |
+			tee -a "$LOGS/suite-$name.log"
 		TAP_LOGS+=("$LOGS/suite-$name.log")
 		if [ "$rc" != 0 ] && ! tr -d '\r' <"$LOGS/suite-$name.log" | grep -q '^not ok'; then
 			infra_fail "suite $name exited with rc=$rc"
@@ -117,6 +144,7 @@ summary() {
 		cat "${TAP_LOGS[@]}" 2>/dev/null | tr -d '\r' | grep -E '^not ok\b' | sed 's/^/  /'
 	fi
 	[ "$skipped" = 0 ] || echo "($skipped of the passed tests were skipped)"
+	echo "phase times: $(IFS=,; echo "${PHASE_TIMES[*]}" | sed 's/,/, /g'); total $((SECONDS - START))s"
 	echo "$passed passed, $failed failed"
 	[ "$failed" = 0 ] && [ "$infra_failures" = 0 ] && [ "$passed" != 0 ]
 }
@@ -128,12 +156,13 @@ main() {
 	flock -n 7 || { echo "waiting for another make test to finish" >&2; flock -w 7200 7; } ||
 		{ echo "another make test holds $LOGS/.make-test.lock" >&2; exit 1; }
 	rm -f "$LOGS/infra.tap"
-	if build_kernel && build_initramfs; then
-		host_checks
-		guest_tests
-		extra_suites
+	timed deps install_deps
+	if timed kernel build_kernel && timed initramfs build_initramfs; then
+		timed host host_checks
+		timed guest guest_tests
+		timed suites extra_suites
 	else
-		host_checks
+		timed host host_checks
 	fi
 	summary
 }

@@ -167,7 +167,10 @@ inputs_hash() {
 			echo "fragment $(basename "$f")"
 			cat "$f"
 		done
-		cat "$SELF" "$REPO/orchestrate/check-kconfig.sh"
+		# Only the code that shapes the bzImage: editing the locking or
+		# the logging must not rebuild every flavor.
+		declare -f fragments kmake configure build
+		cat "$REPO/orchestrate/check-kconfig.sh"
 	} | sha256sum | cut -d' ' -f1
 }
 
@@ -232,7 +235,9 @@ build() {
 publish() {
 	local dest="$REPO/build/kernel/$flavor"
 	mkdir -p "$dest"
-	cp "$OUT/arch/x86/boot/bzImage" "$dest/bzImage"
+	# Atomic: a guest of this checkout may be starting from the old copy.
+	cp "$OUT/arch/x86/boot/bzImage" "$dest/bzImage.tmp.$$"
+	mv -f "$dest/bzImage.tmp.$$" "$dest/bzImage"
 	cp "$OUT/.config" "$dest/config"
 	echo "$SRC_TREE" >"$dest/tree"
 }

@@ -41,13 +41,14 @@ exec 8>"$REPO/build/logs/.guest-$name.lock"
 flock -n 8 || { echo "[guest-test] waiting for another guest-test $name run" >&2; flock -w "$timeout_s" 8; } ||
 	{ echo "[guest-test] another guest-test $name run holds the lock" >&2; exit 1; }
 
+# Boot this checkout's copy of the kernel, not the one in the shared cache,
+# which a build from another checkout (another patch series) may replace.
+kernel="$REPO/build/kernel/$flavor/bzImage"
 if [ "$build" = 1 ]; then
-	kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor")
+	"$REPO/orchestrate/build-kernel.sh" --flavor "$flavor" >/dev/null
 	# --keep-going: one component that fails to build must not hide the
 	# others' guest results; its failure is reported and fails this run.
 	"$REPO/orchestrate/build-initramfs.sh" --keep-going --output "$initrd" >/dev/null
-else
-	kernel="$REPO/build/kernel/$flavor/bzImage"
 fi
 
 append="sigmig.timeout=$test_timeout"

@@ -50,6 +50,7 @@ static struct {
 	int mask_ms;
 	int local;
 	int duration;
+	int restore_hold;
 } opt = { .threads = 4, .sigpending = 262144, .timers = 2, .timer_us = 3000,
 	  .mask_ms = 20, .local = 1 };
 
@@ -294,7 +295,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sigstorm --ctl PATH --ledger PATH [--threads N] [--restore IMAGE]\n"
 		"                [--sigpending N] [--timers N] [--timer-us US] [--mask-ms MS]\n"
-		"                [--no-local] [--duration SEC]\n");
+		"                [--no-local] [--duration SEC] [--restore-hold]\n");
 	exit(2);
 }
 
@@ -305,6 +306,7 @@ static void parse(int argc, char **argv)
 		{ "restore", 1, 0, 'r' }, { "sigpending", 1, 0, 'p' },
 		{ "timers", 1, 0, 'T' }, { "timer-us", 1, 0, 'u' }, { "mask-ms", 1, 0, 'm' },
 		{ "no-local", 0, 0, 'n' }, { "duration", 1, 0, 'd' }, { "help", 0, 0, 'h' },
+		{ "restore-hold", 0, 0, 'H' },
 		{ 0, 0, 0, 0 } };
 	int c;
 
@@ -320,6 +322,7 @@ static void parse(int argc, char **argv)
 		case 'm': opt.mask_ms = atoi(optarg); break;
 		case 'n': opt.local = 0; break;
 		case 'd': opt.duration = atoi(optarg); break;
+		case 'H': opt.restore_hold = 1; break;
 		default: usage();
 		}
 	}
@@ -364,6 +367,7 @@ int main(int argc, char **argv)
 	ro.ctl_path = opt.ctl;
 	ro.program = "sigstorm";
 	ro.restore_image = opt.restore;
+	ro.restore_hold = opt.restore_hold;
 	ro.nthreads = opt.threads;
 	ro.on_commit = on_commit;
 	ret = sigmig_runtime_start(&ro);

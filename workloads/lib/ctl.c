@@ -242,6 +242,16 @@ static void do_commit(int fd)
 	_exit(0);
 }
 
+/* Held after a restore: the restorer resumes the threads (CMD_GO). */
+static void do_release(int fd)
+{
+	if (sigmig_restore_release())
+		return reply_error(fd, "resume_failed", "resuming the restored threads failed");
+	sigmig_rt.held = 0;
+	sigmig_rt.state = ST_RUNNING;
+	reply_line(fd, "{\"ok\":true}");
+}
+
 static void dispatch(int fd, const char *verb)
 {
 	uint64_t ns = 0;
@@ -259,11 +269,16 @@ static void dispatch(int fd, const char *verb)
 	} else if (!strcmp(verb, "THAW")) {
 		if (sigmig_rt.state != ST_FROZEN) {
 			reply_error(fd, "wrong_state", "THAW needs a frozen process");
+		} else if (sigmig_rt.held) {
+			do_release(fd);
 		} else {
 			sigmig_thaw();
 			sigmig_rt.state = ST_RUNNING;
 			reply_line(fd, "{\"ok\":true}");
 		}
+	} else if ((!strcmp(verb, "DUMP") || !strcmp(verb, "PEEK")) && sigmig_rt.held) {
+		reply_error(fd, "wrong_state",
+			    "held after a restore: THAW or COMMIT it first");
 	} else if (!strcmp(verb, "DUMP") || !strcmp(verb, "PEEK")) {
 		do_dump(fd, verb[0] == 'P');
 	} else if (!strcmp(verb, "COMMIT")) {

@@ -79,6 +79,9 @@ struct runtime {
 	char restore_err[256];
 	uint64_t requeued, restore_ns;
 	int restored;
+	int restore_hold;		/* hold after a verified restore */
+	int held;			/* frozen in the restorer, not by FREEZE */
+	_Atomic uint32_t hold_release;	/* futex word: THAW sets it */
 };
 
 extern struct runtime sigmig_rt;
@@ -110,6 +113,7 @@ int sigmig_restore_prepare(const char *path);
 int sigmig_restore_start(void);
 int sigmig_restore_thread(struct rt_thread *t);
 int sigmig_restore_claim_leader(void);
+int sigmig_restore_release(void);
 
 /* ctl.c */
 int sigmig_ctl_listen(const char *path);

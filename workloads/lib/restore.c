@@ -480,6 +480,28 @@ static int restore_dispositions(void)
 	return 0;
 }
 
+/*
+ * Held: every thread stays parked in sigmig_restore_thread() with all
+ * signals blocked until THAW (sigmig_restore_release) or COMMIT (exits).
+ */
+static void wait_hold_release(void)
+{
+	while (!atomic_load(&sigmig_rt.hold_release))
+		sigmig_futex_wait(&sigmig_rt.hold_release, 0, -1);
+}
+
+/* Control thread, lock held, state frozen and held: resume everything. */
+int sigmig_restore_release(void)
+{
+	uint32_t v;
+
+	atomic_store(&sigmig_rt.hold_release, 1);
+	sigmig_futex_wake(&sigmig_rt.hold_release);
+	while (!(v = atomic_load(&sigmig_rt.restore_done)))
+		sigmig_futex_wait(&sigmig_rt.restore_done, 0, 1000);
+	return v == 1 ? 0 : -EIO;
+}
+
 static void *restorer_main(void *arg)
 {
 	uint64_t start = sigmig_now_ns();
@@ -513,8 +535,15 @@ static void *restorer_main(void *arg)
 	sigmig_rt.requeued = sigmig_image_pending_total(&sigmig_rt.image);
 	sigmig_rt.restore_ns = sigmig_now_ns() - start;
 	sigmig_rt.restored = 1;
-	sigmig_rt.state = ST_RUNNING;
+	if (sigmig_rt.restore_hold) {
+		sigmig_rt.held = 1;
+		sigmig_rt.state = ST_FROZEN;
+	} else {
+		sigmig_rt.state = ST_RUNNING;
+	}
 	pthread_mutex_unlock(&sigmig_rt.lock);
+	if (sigmig_rt.restore_hold)
+		wait_hold_release();
 	if (post_all(CMD_GO, "resume")) {
 		fprintf(stderr, "sigmig restore: %s\n", sigmig_rt.restore_err);
 		_exit(3);

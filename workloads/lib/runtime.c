@@ -195,6 +195,7 @@ int sigmig_runtime_start(const struct sigmig_runtime_opts *opts)
 		 opts->program ? opts->program : "");
 	sigmig_rt.nthreads = opts->nthreads;
 	sigmig_rt.on_commit = opts->on_commit;
+	sigmig_rt.restore_hold = opts->restore_image && opts->restore_hold;
 	sigmig_rt.threads = calloc(opts->nthreads, sizeof(*sigmig_rt.threads));
 	if (!sigmig_rt.threads)
 		return -ENOMEM;

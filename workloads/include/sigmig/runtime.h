@@ -20,6 +20,12 @@ struct sigmig_runtime_opts {
 	const char *restore_image;	/* path: restore before resuming, or NULL */
 	unsigned int nthreads;		/* application threads that will register */
 	void (*on_commit)(void);	/* optional: flush state before COMMIT exits */
+	/*
+	 * With restore_image: after the restore is verified, do not resume but
+	 * stay "frozen" (restored, every thread parked) until THAW resumes
+	 * or COMMIT ends the process (additive field, 0 keeps the old way).
+	 */
+	int restore_hold;
 };
 
 /* Before any thread is created: starts the control thread. */

@@ -394,6 +394,7 @@ struct restore_query {
 	struct workload_args args;
 	struct verror err;
 	bool failed;
+	bool hold;
 };
 
 static int collect_restore_query(void *cls, const char *key, const char *value)
@@ -403,6 +404,15 @@ static int collect_restore_query(void *cls, const char *key, const char *value)
 	if (strcmp(key, "arg") == 0) {
 		if (workload_args_add(&q->args, value, strlen(value), &q->err))
 			q->failed = true;
+	} else if (strcmp(key, "hold") == 0) {
+		if (strcmp(value, "1") && strcmp(value, "0")) {
+			q->failed = true;
+			q->err.code = "invalid_parameter";
+			snprintf(q->err.detail, sizeof(q->err.detail),
+				 "hold: 1 or 0");
+		} else {
+			q->hold = value[0] == '1';
+		}
 	} else if (strcmp(key, "program") == 0) {
 		if (!program_name_valid(value)) {
 			q->failed = true;
@@ -451,7 +461,7 @@ static void do_restore(struct request *req, struct reply *out,
 	struct workload *w;
 
 	if (workload_restore((uint8_t *)req->body, req->body_len, q->program,
-			     &q->args, &w, &err)) {
+			     &q->args, q->hold, &w, &err)) {
 		metrics_restore("failed");
 		reply_problem(out, &err, req);
 		return;

@@ -196,7 +196,7 @@ static int receive_response(int fd, double deadline, struct http_result *res)
 	return 0;
 }
 
-static int send_request(int fd, const struct target_url *t,
+static int send_request(int fd, const char *method, const struct target_url *t,
 			const char *path_query, const char *token,
 			const char *content_type, const uint8_t *body,
 			size_t len, double deadline, unsigned int stall_ms)
@@ -205,11 +205,11 @@ static int send_request(int fd, const struct target_url *t,
 	int n, err;
 
 	n = snprintf(head, sizeof(head),
-		     "POST %s HTTP/1.1\r\nHost: %s:%u\r\n"
+		     "%s %s HTTP/1.1\r\nHost: %s:%u\r\n"
 		     "User-Agent: sigmig-agent\r\nConnection: close\r\n"
 		     "Content-Type: %s\r\nContent-Length: %zu\r\n"
 		     "%s%s%s\r\n",
-		     path_query, t->host, t->port, content_type, len,
+		     method, path_query, t->host, t->port, content_type, len,
 		     token && *token ? "Authorization: Bearer " : "",
 		     token && *token ? token : "",
 		     token && *token ? "\r\n" : "");
@@ -226,6 +226,16 @@ int httpc_post(const struct target_url *target, const char *path_query,
 	       const uint8_t *body, size_t len, unsigned int timeout_ms,
 	       unsigned int stall_ms, struct http_result *res)
 {
+	return httpc_request("POST", target, path_query, token, content_type,
+			     body, len, timeout_ms, stall_ms, res);
+}
+
+int httpc_request(const char *method, const struct target_url *target,
+		  const char *path_query, const char *token,
+		  const char *content_type, const uint8_t *body, size_t len,
+		  unsigned int timeout_ms, unsigned int stall_ms,
+		  struct http_result *res)
+{
 	double t0 = mono_s(), deadline = t0 + timeout_ms / 1000.0, t1, t2;
 	int fd, err;
 
@@ -235,7 +245,7 @@ int httpc_post(const struct target_url *target, const char *path_query,
 		return -1;
 	t1 = mono_s();
 	res->connect_s = t1 - t0;
-	err = send_request(fd, target, path_query, token, content_type, body,
+	err = send_request(fd, method, target, path_query, token, content_type, body,
 			   len, deadline, stall_ms);
 	t2 = mono_s();
 	res->send_s = t2 - t1;

@@ -28,6 +28,12 @@ int httpc_post(const struct target_url *target, const char *path_query,
 	       const char *token, const char *content_type,
 	       const uint8_t *body, size_t len, unsigned int timeout_ms,
 	       unsigned int stall_ms, struct http_result *res);
+/* The same with another method (POST .../thaw with an empty body, DELETE). */
+int httpc_request(const char *method, const struct target_url *target,
+		  const char *path_query, const char *token,
+		  const char *content_type, const uint8_t *body, size_t len,
+		  unsigned int timeout_ms, unsigned int stall_ms,
+		  struct http_result *res);
 void http_result_free(struct http_result *res);
 
 /* Appends "key=value" to a query string, percent-encoding the value. */

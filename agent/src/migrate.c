@@ -3,6 +3,10 @@
  * The original is frozen from FREEZE until COMMIT (success) or THAW
  * (failure): nothing is delivered on either side in between, and the
  * peer's 2xx is the single point at which the signals change owner.
+ * The peer restores with ?hold=1: its copy stays frozen until we have
+ * committed the original and thaw it, so a confirmation lost on the way
+ * back leaves the original running here and a held (never resumed) copy
+ * there, not two running copies.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,7 +36,7 @@ int restore_path_for(const struct workload *w, char *buf, size_t len)
 	const struct workload_args *args = workload_args(w);
 	unsigned int i;
 
-	snprintf(buf, len, "/v1/restore");
+	snprintf(buf, len, "/v1/restore?hold=1");
 	if (url_append_query(buf, len, "program", workload_program(w)))
 		return -1;
 	for (i = 0; i < args->argc; i++)
@@ -74,6 +78,48 @@ static int abort_migration(struct workload *w, struct api_error *err)
 	snprintf(err->detail + used, sizeof(err->detail) - used,
 		 "; THAW of the original failed too: %s", thaw_err.detail);
 	return -1;
+}
+
+/* The id the peer gave its held copy, or NULL. */
+static const char *target_id(json_t *remote)
+{
+	const char *id = json_string_value(json_object_get(remote, "id"));
+
+	return id && workload_id_valid(id) ? id : NULL;
+}
+
+/*
+ * After COMMIT: resume the held copy. Returns its workload document, or
+ * NULL with @problem set; the original is gone, never thaw it now.
+ */
+static json_t *thaw_target(const struct migrate_request *req, const char *id,
+			   char *problem, size_t len)
+{
+	struct http_result res;
+	json_t *doc, *workload = NULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/v1/workloads/%s/thaw", id);
+	if (httpc_request("POST", &req->target, path, req->token,
+			  "application/json", NULL, 0, req->timeout_ms,
+			  MIGRATE_STALL_MS, &res)) {
+		snprintf(problem, len, "committed, but thawing %s on %s failed "
+			 "(%s: %s): it stays frozen there; POST "
+			 "/v1/workloads/%s/thaw on the target to resume it", id,
+			 req->target_text, res.failed_phase, strerror(res.error), id);
+		return NULL;
+	}
+	doc = res.body ? json_loads(res.body, 0, NULL) : NULL;
+	if (res.status >= 200 && res.status <= 299)
+		workload = json_incref(json_object_get(doc, "workload"));
+	if (!workload)
+		snprintf(problem, len, "committed, but thawing %s on %s answered "
+			 "%u: %.200s: it stays frozen there; POST "
+			 "/v1/workloads/%s/thaw on the target to resume it", id,
+			 req->target_text, res.status, res.body ? res.body : "", id);
+	json_decref(doc);
+	http_result_free(&res);
+	return workload;
 }
 
 static void describe_peer_problem(const struct http_result *res,
@@ -172,12 +218,9 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 }
 
 static json_t *success_json(struct workload *w, const struct migrate_request *req,
-			    const struct ctl_reply *dump,
-			    const struct http_result *res, json_t *commit,
-			    const struct timings *t)
+			    const struct ctl_reply *dump, json_t *remote,
+			    json_t *commit, const struct timings *t)
 {
-	json_t *remote = json_loads(res->body, 0, NULL);
-
 	return json_pack("{s:s, s:s, s:s, s:o, s:O, s:I, s:o, s:o}",
 			 "result", "committed", "workload", workload_id(w),
 			 "target", req->target_text,
@@ -202,7 +245,9 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	struct timings t = { .start = mono_s() };
 	struct ctl_reply dump;
 	struct http_result res;
-	json_t *commit = NULL;
+	json_t *commit = NULL, *remote, *running;
+	char problem[512] = "";
+	const char *id;
 	double t1;
 
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
@@ -217,11 +262,34 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		ctl_reply_free(&dump);
 		return -1;
 	}
+	remote = json_loads(res.body ? res.body : "", 0, NULL);
+	id = target_id(remote);
+	if (!id) {
+		/* Cannot thaw what we cannot name: keep the original. */
+		api_error_set(err, 502, "target_rejected",
+			      "the target answered %u without a workload id",
+			      res.status);
+		json_decref(remote);
+		http_result_free(&res);
+		ctl_reply_free(&dump);
+		return abort_migration(w, err);
+	}
 	t1 = mono_s();
 	workload_commit(w, req->target_text, &commit);
 	t.commit = mono_s() - t1;
+	running = thaw_target(req, id, problem, sizeof(problem));
 	t.downtime = mono_s() - t.start;
-	*result = success_json(w, req, &dump, &res, commit, &t);
+	if (running) {
+		json_decref(remote);
+		remote = running;
+	} else {
+		log_error("migrate %s: %s", workload_id(w), problem);
+	}
+	*result = success_json(w, req, &dump, remote, commit, &t);
+	if (problem[0])
+		json_object_set_new(*result, "problem", json_pack(
+			"{s:s, s:s, s:s}", "code", "target_thaw_failed",
+			"target_state", "frozen", "detail", problem));
 	record_phases(&t);
 	metrics_migration("committed");
 	log_info("migrate %s committed to %s, downtime %.1f ms", workload_id(w),

@@ -48,6 +48,8 @@ struct workload {
 	bool frozen;		/* as last set through the agent */
 	bool busy;
 	bool restored;
+	bool hold;		/* restore with --restore-hold */
+	bool held;		/* restored, frozen until THAW or COMMIT */
 	bool committed;
 	char migrated_to[TARGET_HOST_MAX + 32];
 	struct timespec started;
@@ -365,6 +367,8 @@ static int build_argv(struct workload *w, const char *path, bool restore,
 	if (restore) {
 		argv[n++] = "--restore";
 		argv[n++] = w->image;
+		if (w->hold)
+			argv[n++] = "--restore-hold";
 	}
 	if (w->control) {
 		argv[n++] = "--ctl";
@@ -641,7 +645,18 @@ static int poll_restore(struct workload *w, struct api_error *err)
 	if (ctl_request(w->sock, "STATUS", 1000, &reply))
 		return 1;
 	state = reply_state(&reply);
-	if (state && strcmp(state, "running") == 0) {
+	if (state && w->hold && strcmp(state, "frozen") == 0 &&
+	    json_is_true(json_object_get(reply.json, "restored"))) {
+		/* Held: parked, nothing delivered until THAW or COMMIT. */
+		pthread_mutex_lock(&table.lock);
+		w->restored = true;
+		w->held = true;
+		w->frozen = true;
+		w->restore_info = json_incref(json_object_get(reply.json,
+							      "restore"));
+		pthread_mutex_unlock(&table.lock);
+		ret = 0;
+	} else if (state && strcmp(state, "running") == 0) {
 		pthread_mutex_lock(&table.lock);
 		w->restored = true;
 		w->restore_info = json_incref(json_object_get(reply.json,
@@ -674,8 +689,8 @@ static int wait_restored(struct workload *w, struct api_error *err)
 }
 
 int workload_restore(const uint8_t *image, size_t len, const char *program,
-		     const struct workload_args *args, struct workload **out,
-		     struct api_error *err)
+		     const struct workload_args *args, bool hold,
+		     struct workload **out, struct api_error *err)
 {
 	char path[PATH_MAX], image_path[STATE_PATH_MAX];
 	struct workload *w;
@@ -686,6 +701,7 @@ int workload_restore(const uint8_t *image, size_t len, const char *program,
 	w = new_workload(program, args, true, err);
 	if (!w)
 		return -1;
+	w->hold = hold;
 	/* The id is only known after insertion: name the image by a temp. */
 	snprintf(image_path, sizeof(image_path), "%s/restore-%d-%lx.image",
 		 table.cfg->state_dir, getpid(), (unsigned long)pthread_self());
@@ -812,6 +828,8 @@ static int set_frozen(struct workload *w, bool frozen)
 {
 	pthread_mutex_lock(&table.lock);
 	w->frozen = frozen;
+	if (!frozen)
+		w->held = false;
 	pthread_mutex_unlock(&table.lock);
 	return 0;
 }
@@ -887,14 +905,29 @@ int workload_commit(struct workload *w, const char *target, json_t **result)
 	return 0;
 }
 
+static bool is_held(struct workload *w)
+{
+	bool held;
+
+	pthread_mutex_lock(&table.lock);
+	held = w->held;
+	pthread_mutex_unlock(&table.lock);
+	return held;
+}
+
 int workload_stop(struct workload *w, json_t **final, struct api_error *err)
 {
 	struct ctl_reply reply;
 
 	(void)err;
 	if (!is_exited(w)) {
-		/* A frozen runtime blocks SIGTERM: let it go first. */
-		if (w->control && ctl_request(w->sock, "THAW", 2000, &reply) == 0)
+		/*
+		 * A frozen runtime blocks SIGTERM: let it go first. A held
+		 * restore must deliver nothing (its source may be running):
+		 * COMMIT ends it without resuming, SIGKILL below if not.
+		 */
+		if (w->control && ctl_request(w->sock, is_held(w) ? "COMMIT" : "THAW",
+					      2000, &reply) == 0)
 			ctl_reply_free(&reply);
 		kill_group(w, SIGCONT);
 		kill_group(w, SIGTERM);
@@ -964,6 +997,8 @@ static json_t *snapshot_json(struct workload *w)
 	json_object_set_new(o, "log", json_string(w->log));
 	if (w->restore_info)
 		json_object_set(o, "restore", w->restore_info);
+	if (w->held)
+		json_object_set_new(o, "held", json_true());
 	if (w->committed)
 		json_object_set_new(o, "migrated_to", json_string(w->migrated_to));
 	return o;
@@ -1040,7 +1075,10 @@ void workloads_shutdown(void)
 		if (!w)
 			continue;
 		result = NULL;
-		if (workload_thaw(w, &result, &err) == 0)
+		if (is_held(w))
+			log_warn("shutdown: %s stays held (frozen): its source may "
+				 "still run; thaw or delete it", w->id);
+		else if (workload_thaw(w, &result, &err) == 0)
 			log_info("shutdown: thawed %s", w->id);
 		else if (strcmp(err.code, "wrong_state") != 0)
 			log_warn("shutdown: %s: %s", w->id, err.detail);

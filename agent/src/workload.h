@@ -33,11 +33,13 @@ int workload_start(const struct start_request *req, struct workload **out,
 /*
  * Writes @image to the state directory and starts @program --restore;
  * returns once the runtime reports "running" (0) or failed (-1, @err has
- * the runtime's reason).
+ * the runtime's reason). With @hold (--restore-hold) it returns once the
+ * restore is verified and held "frozen": THAW resumes it, DELETE ends it
+ * with COMMIT (never resumed, nothing delivered).
  */
 int workload_restore(const uint8_t *image, size_t len, const char *program,
-		     const struct workload_args *args, struct workload **out,
-		     struct api_error *err);
+		     const struct workload_args *args, bool hold,
+		     struct workload **out, struct api_error *err);
 
 /* Referenced lookup; NULL when unknown. */
 struct workload *workload_find(const char *id);

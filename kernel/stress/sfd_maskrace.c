@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -20,6 +21,7 @@
 
 static int fd, sig_x, sig_y;
 static atomic_int flipping;	/* 1 flip, 0 pause, -1 stop */
+static atomic_uint idle_passes;	/* times the flipper saw a pause */
 static sigset_t mask_xy, mask_x;
 
 static void *flipper(void *arg)
@@ -28,12 +30,25 @@ static void *flipper(void *arg)
 
 	(void)arg;
 	while (atomic_load(&flipping) >= 0) {
-		if (!atomic_load(&flipping))
+		if (!atomic_load(&flipping)) {
+			atomic_fetch_add(&idle_passes, 1);
 			continue;
+		}
 		sys_signalfd4(fd, flip ? &mask_x : &mask_xy, KSIGSET_SIZE, SFD_RAW);
 		flip = !flip;
 	}
 	return NULL;
+}
+
+/* Pauses the flipper and waits until no signalfd4() of it is in flight. */
+static void pause_flipper(void)
+{
+	unsigned int seen;
+
+	atomic_store(&flipping, 0);
+	seen = atomic_load(&idle_passes);
+	while (atomic_load(&idle_passes) == seen)
+		sched_yield();
 }
 
 static int queue_value(int sig, int value)
@@ -89,8 +104,7 @@ static int one_round(int iteration)
 	atomic_store(&flipping, 1);
 	if (pread(fd, buf, NPAIRS * RECORD_SIZE, SFD_SHARED_QUEUE_OFFSET) < 0)
 		return -1;
-	atomic_store(&flipping, 0);
-	usleep(100);
+	pause_flipper();
 	sys_signalfd4(fd, &mask_x, KSIGSET_SIZE, SFD_RAW);
 	bad = check_indexes(iteration);
 	sys_signalfd4(fd, &mask_xy, KSIGSET_SIZE, SFD_RAW);

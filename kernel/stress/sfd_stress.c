@@ -1334,8 +1334,10 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	for (i = 0; i < NHOME; i++)
 		start(&home[i], home_thread, i);
-	while (!handler_tid || !slots[NHOME - 1].alive)
-		usleep(1000);
+	/* Timers and senders target home threads by tid: wait for all. */
+	for (i = 0; i < NHOME; i++)
+		while (!__atomic_load_n(&slots[i].alive, __ATOMIC_ACQUIRE))
+			usleep(1000);
 	for (i = 0; i < NSENDERS; i++)
 		start(&senders[i], sender_thread, i);
 	start(&aux[0], timer_thread, 0);

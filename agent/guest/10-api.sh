@@ -129,6 +129,30 @@ if [ "$IFACE" = true ]; then
 	check "restore: arguments from the query" jq -e '.args == ["--threads","3","--sigpending","100000"]' "$BODY"
 	areq DELETE "/v1/workloads/$R"
 	expect "DELETE the restored workload" 200
+	# Held restore: verified, then parked until thaw (resumes) or DELETE (COMMIT).
+	areq POST "/v1/restore?hold=1&arg=--threads&arg=3&arg=--sigpending&arg=100000" \
+		-H 'Content-Type: application/octet-stream' --data-binary "@$WORK/image"
+	expect "POST /v1/restore?hold=1 restores and holds" 201
+	R=$(jqb .id)
+	note_pid "$R" "$(jqb .pid)"
+	check "restore hold: frozen, held, restored, verified" jq -e '.state == "frozen" and .held == true and .restored and .restore.verified == true' "$BODY"
+	areq POST "/v1/workloads/$R/checkpoint"
+	expect "restore hold: checkpoint of a held copy is 409" 409 wrong_state
+	areq POST "/v1/workloads/$R/thaw"
+	expect "restore hold: thaw resumes it" 200
+	check "restore hold: running after thaw" jq -e '.workload.state == "running" and (.workload.held // false) == false' "$BODY"
+	areq DELETE "/v1/workloads/$R"
+	expect "DELETE the thawed copy" 200
+	areq POST "/v1/restore?hold=1&arg=--threads&arg=3&arg=--sigpending&arg=100000" \
+		-H 'Content-Type: application/octet-stream' --data-binary "@$WORK/image"
+	expect "POST /v1/restore?hold=1 again" 201
+	R=$(jqb .id)
+	note_pid "$R" "$(jqb .pid)"
+	areq DELETE "/v1/workloads/$R"
+	expect "DELETE a held copy" 200
+	check "DELETE a held copy ends it with COMMIT (exit 0, never resumed)" jq -e '.exit.code == 0' "$BODY"
+	areq POST "/v1/restore?hold=2" --data-binary "@$WORK/image"
+	expect "restore with hold=2 is 400" 400 invalid_parameter
 
 	size=$(wc -c <"$WORK/image")
 	head -c $((size / 2)) "$WORK/image" >"$WORK/truncated"

@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,6 +456,48 @@ static void count_requeued(struct workload *w)
 	json_decref(doc);
 }
 
+/* Armed by POST /v1/debug/fault {"point":"restore-before-reply"}. */
+static _Atomic int fault_restore_before_reply;
+
+static bool faults_enabled(void)
+{
+	const char *v = getenv("SIGMIG_AGENT_FAULTS");
+
+	return v && strcmp(v, "1") == 0;
+}
+
+void handle_debug_fault(struct request *req, struct reply *out)
+{
+	json_t *doc;
+	const char *point;
+
+	if (!faults_enabled()) {
+		reply_error(out, req, 404, "not_found",
+			    "fault injection is off (SIGMIG_AGENT_FAULTS=1 enables it)");
+		return;
+	}
+	doc = json_loadb(req->body, req->body_len, 0, NULL);
+	point = json_string_value(json_object_get(doc, "point"));
+	if (!point || strcmp(point, "restore-before-reply")) {
+		reply_error(out, req, 400, "invalid_field",
+			    "point: only \"restore-before-reply\" exists");
+	} else {
+		atomic_store(&fault_restore_before_reply, 1);
+		log_warn("fault armed: the next successful restore exits 86 before replying");
+		reply_json(out, 200, json_pack("{s:s}", "armed", point));
+	}
+	json_decref(doc);
+}
+
+/* The agent dies between the restore and its reply, as a crash would. */
+static void maybe_die_before_reply(void)
+{
+	if (!atomic_exchange(&fault_restore_before_reply, 0))
+		return;
+	log_warn("fault restore-before-reply: exiting 86 instead of replying");
+	_exit(86);
+}
+
 static void do_restore(struct request *req, struct reply *out,
 		       struct restore_query *q)
 {
@@ -466,6 +510,7 @@ static void do_restore(struct request *req, struct reply *out,
 		reply_problem(out, &err, req);
 		return;
 	}
+	maybe_die_before_reply();
 	metrics_restore("restored");
 	count_requeued(w);
 	reply_created(out, w);

@@ -25,5 +25,6 @@ const struct route agent_routes[] = {
 	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE } } },
 	{ "/v1/restore", { { M_POST, handle_restore, BODY_IMAGE } } },
 	{ "/metrics", { { M_GET, handle_metrics, BODY_NONE } } },
+	{ "/v1/debug/fault", { { M_POST, handle_debug_fault, BODY_JSON } } },
 	{ NULL, { { 0, NULL, 0 } } },
 };

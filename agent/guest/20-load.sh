@@ -2,8 +2,8 @@
 # Bounded load test: several concurrent clients, thousands of requests
 # over the agent's reads and error paths, against an agent with a live
 # sigstorm. No request may fail and the agent's RSS must settle: after a
-# warm-up round, a second round of the same size may not grow it by more
-# than RSS_SLACK_KB. The runtime serves one control request at a time,
+# warm-up round and a first measured round, a last round of the same size
+# may not grow it by more than RSS_SLACK_KB. The runtime serves one control request at a time,
 # so pending-signal peeks are a separate, sequential phase.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -71,10 +71,16 @@ round "warm-up round, $CLIENTS clients x $PER_CLIENT requests"
 rss1=$(rss_kb "$AGENT_PID")
 round "measured round, $CLIENTS clients x $PER_CLIENT requests"
 rss2=$(rss_kb "$AGENT_PID")
-echo "# agent RSS: ${rss1} kB after warm-up, ${rss2} kB after the measured round"
-check "RSS stable (grew $((rss2 - rss1)) kB, limit $RSS_SLACK_KB kB)" test $((rss2 - rss1)) -le "$RSS_SLACK_KB"
+# malloc arenas of the per-connection threads may still grow once after the
+# warm-up under a loaded host; a leak grows with every round. So the verdict
+# is taken on a third round of the same size.
+round "second measured round, $CLIENTS clients x $PER_CLIENT requests"
+rss3=$(rss_kb "$AGENT_PID")
+echo "# agent RSS: ${rss1} kB after warm-up, ${rss2} kB and ${rss3} kB after the measured rounds"
+check "RSS stable (last round grew $((rss3 - rss2)) kB, limit $RSS_SLACK_KB kB; $((rss2 - rss1)) kB the round before)" \
+	test $((rss3 - rss2)) -le "$RSS_SLACK_KB"
 check "agent still healthy" agent_up
 req GET /metrics
 n=$(grep '^sigmig_agent_http_requests_total' "$BODY" | awk '{s += $2} END {print s}')
-check "metrics counted every request ($n >= $((2 * CLIENTS * PER_CLIENT)))" test "$n" -ge $((2 * CLIENTS * PER_CLIENT))
+check "metrics counted every request ($n >= $((3 * CLIENTS * PER_CLIENT)))" test "$n" -ge $((3 * CLIENTS * PER_CLIENT))
 finish

@@ -67,8 +67,14 @@ fi
 
 # Kill B's QEMU as soon as the whole image went A -> B (its size is known
 # from the snapshot: 128 bytes per pending signal plus headers).
+# B's replies are dropped on the link as well, so that the crash always
+# lands before A hears a confirmation: a restore on B takes ~100 ms and would
+# otherwise race the kill (a B that confirmed and then died takes the only
+# copy with it, which is the commit's job to rule out, not this test's).
 run_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B killed after receiving the image" \
-	--migrate-timeout-ms "$TIMEOUT_MS" --during-migrate '
+	--migrate-timeout-ms "$TIMEOUT_MS" \
+	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" drop-reply-after ab 1' \
+	--during-migrate '
 		need=$(( $(jq -r .pending_total "$out/before.json") * 128 ))
 		base=$(sed -n "s/.*payload_ab=\([0-9]*\).*/\1/p" "$SIGMIG_LINK_DIR/stats")
 		for i in $(seq 1 600); do

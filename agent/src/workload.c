@@ -853,30 +853,28 @@ static int plain_freeze(struct workload *w, bool freeze, json_t **result,
 	return set_frozen(w, freeze);
 }
 
-int workload_freeze(struct workload *w, json_t **result, struct api_error *err)
+static int set_workload_frozen(struct workload *w, bool freeze, json_t **result,
+			       struct api_error *err)
 {
 	struct ctl_reply reply;
 
 	if (!w->control)
-		return plain_freeze(w, true, result, err);
-	if (workload_ctl(w, "FREEZE", CTL_TIMEOUT_MS, &reply, err))
+		return plain_freeze(w, freeze, result, err);
+	if (workload_ctl(w, freeze ? "FREEZE" : "THAW", CTL_TIMEOUT_MS, &reply, err))
 		return -1;
 	*result = reply_result(&reply);
 	ctl_reply_free(&reply);
-	return set_frozen(w, true);
+	return set_frozen(w, freeze);
+}
+
+int workload_freeze(struct workload *w, json_t **result, struct api_error *err)
+{
+	return set_workload_frozen(w, true, result, err);
 }
 
 int workload_thaw(struct workload *w, json_t **result, struct api_error *err)
 {
-	struct ctl_reply reply;
-
-	if (!w->control)
-		return plain_freeze(w, false, result, err);
-	if (workload_ctl(w, "THAW", CTL_TIMEOUT_MS, &reply, err))
-		return -1;
-	*result = reply_result(&reply);
-	ctl_reply_free(&reply);
-	return set_frozen(w, false);
+	return set_workload_frozen(w, false, result, err);
 }
 
 int workload_commit(struct workload *w, const char *target, json_t **result)

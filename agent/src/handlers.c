@@ -331,30 +331,23 @@ void handle_migrate(struct request *req, struct reply *out)
 	workload_put(w);
 }
 
-static int read_whole_file(const char *path, uint8_t **buf, size_t *len)
+/* A regular file, opened for streaming; its length is fixed here. */
+static int open_reply_file(const char *path, int *fd, uint64_t *len)
 {
 	struct stat st;
-	ssize_t n;
-	size_t got = 0;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || st.st_size > FILE_REPLY_MAX) {
-		close(fd);
+	if (fstat(*fd, &st) || !S_ISREG(st.st_mode)) {
+		close(*fd);
+		return -EINVAL;
+	}
+	if (st.st_size > FILE_REPLY_MAX) {
+		close(*fd);
 		return -EFBIG;
 	}
-	*buf = malloc((size_t)st.st_size + 1);
-	if (!*buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size &&
-	       (n = read(fd, *buf + got, (size_t)st.st_size - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	*len = got;
+	*len = (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -363,9 +356,8 @@ static void send_workload_file(struct request *req, struct reply *out,
 {
 	struct workload *w = find_or_404(req, out);
 	const char *path;
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int err;
+	uint64_t len = 0;
+	int err, fd;
 
 	if (!w)
 		return;
@@ -373,11 +365,11 @@ static void send_workload_file(struct request *req, struct reply *out,
 	if (!path)
 		reply_error(out, req, 404, "no_file", "%s has no %s",
 			    workload_id(w), which);
-	else if ((err = read_whole_file(path, &buf, &len)))
+	else if ((err = open_reply_file(path, &fd, &len)))
 		reply_error(out, req, 404, "no_file", "%s: %s", path,
 			    strerror(-err));
 	else
-		reply_bytes(out, 200, type, buf, len);
+		reply_file(out, 200, type, fd, len);
 	workload_put(w);
 }
 

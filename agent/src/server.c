@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -70,6 +71,23 @@ void reply_bytes(struct reply *out, unsigned int status, const char *type,
 	free(out->bytes);
 	out->bytes = bytes;
 	out->len = len;
+	out->content_type = type;
+}
+
+/*
+ * The file is streamed by libmicrohttpd (sendfile where it can), so serving a
+ * growing ledger or log costs no heap: reading it whole into a buffer grew the
+ * malloc arenas of the connection threads with every request.
+ */
+void reply_file(struct reply *out, unsigned int status, const char *type,
+		int fd, uint64_t len)
+{
+	if (out->has_file)
+		close(out->file_fd);
+	out->status = status;
+	out->file_fd = fd;
+	out->file_len = len;
+	out->has_file = true;
 	out->content_type = type;
 }
 
@@ -141,7 +159,13 @@ static enum MHD_Result send_reply(struct request *req, struct reply *out)
 	enum MHD_Result ret;
 	unsigned int i;
 
-	if (out->bytes) {
+	if (out->has_file) {
+		/* MHD owns the descriptor from here, also on failure */
+		resp = MHD_create_response_from_fd64(out->file_len, out->file_fd);
+		if (!resp)
+			close(out->file_fd);
+		out->has_file = false;
+	} else if (out->bytes) {
 		resp = MHD_create_response_from_buffer(out->len, out->bytes,
 						       MHD_RESPMEM_MUST_FREE);
 		if (resp)

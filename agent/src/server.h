@@ -47,6 +47,9 @@ struct reply {
 	json_t *json;			/* stolen */
 	uint8_t *bytes;			/* malloc()ed, stolen; or NULL */
 	size_t len;
+	int file_fd;			/* stolen when has_file */
+	bool has_file;
+	uint64_t file_len;
 	const char *content_type;
 	struct reply_header headers[REPLY_HEADERS_MAX];
 	unsigned int nheaders;
@@ -72,6 +75,8 @@ void reply_error(struct reply *out, const struct request *req,
 	__attribute__((format(printf, 5, 6)));
 void reply_bytes(struct reply *out, unsigned int status, const char *type,
 		 uint8_t *bytes, size_t len);
+void reply_file(struct reply *out, unsigned int status, const char *type,
+		int fd, uint64_t len);
 void reply_header(struct reply *out, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

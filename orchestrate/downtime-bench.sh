@@ -100,7 +100,7 @@ measure() {
 		for run in $(seq 1 "$runs"); do
 			dir="$OUT/n$n-r$run"
 			say "migration with $n signals piled up (run $run)"
-			res=$("$REPO/orchestrate/migrate.sh" --quiet --rt-only --settle 15 --signals "$n" --after 0 --threads 4 --snapshot-limit 1 --out "$dir") ||
+			res=$("$REPO/orchestrate/migrate.sh" --quiet --resume-at-once --rt-only --settle 15 --signals "$n" --after 0 --threads 4 --snapshot-limit 1 --out "$dir") ||
 				say "migrate.sh failed for $n (see $dir); recorded anyway"
 			res="$dir/result.json"
 			[ -f "$res" ] || continue

@@ -23,6 +23,10 @@
 #   --before-migrate CMD    run (eval) just before POST .../migrate, e.g. to arm
 #                       a link fault; --during-migrate CMD runs in the background
 #   --snapshot-limit N  records per queue in the before/after snapshots (default 100000)
+#   --resume-at-once    let the source agent resume the copy on B right after
+#                       its commit (downtime = freeze to resume); by default
+#                       the copy is held frozen until its queues are read, so
+#                       that "after on B" is exactly what arrived
 #   --out DIR           result.json, ledgers, logs (default build/migrate/<time>)
 #   --quiet             no progress on stderr
 # Prints the path of result.json on stdout.  Exit status 0 when the ledger
@@ -49,12 +53,13 @@ quiet=0
 snapshot_limit=100000
 rt_only=0
 settle=0
+resume_target=false
 EXACT=1
 START=$SECONDS
 
 say() { [ "$quiet" = 1 ] || printf '[migrate %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 die() { printf '[migrate %3ds] ERROR: %s\n' $((SECONDS - START)) "$*" >&2; exit 1; }
-usage() { sed -n '7,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '7,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -76,6 +81,7 @@ parse_args() {
 		--during-migrate) during_migrate=${2?}; shift 2 ;;
 		--out) out=${2:?}; shift 2 ;;
 		--snapshot-limit) snapshot_limit=${2:?}; shift 2 ;;
+		--resume-at-once) resume_target=true; shift ;;
 		--quiet) quiet=1; shift ;;
 		-h|--help) usage ;;
 		*) usage ;;
@@ -258,38 +264,21 @@ snapshot_before() {
 migrate_call() {
 	local body rc=0 begin=$SECONDS
 	body=$(jq -cn --arg t "$target" --arg k "$token_to" --arg ms "$migrate_timeout_ms" \
-		'{target: $t, resume_target: false} + (if $k != "" then {token: $k} else {} end)
+		--argjson resume "$resume_target" \
+		'{target: $t, resume_target: $resume} + (if $k != "" then {token: $k} else {} end)
 		 + (if $ms != "" then {timeout_ms: ($ms | tonumber)} else {} end)')
 	[ -z "$before_migrate" ] || eval "$before_migrate"
 	[ -z "$during_migrate" ] || { eval "$during_migrate" & DURING_PID=$!; }
 	say "POST $from/v1/workloads/$STORM_A/migrate -> $target"
 	API_TIMEOUT=600 api_a POST "/v1/workloads/$STORM_A/migrate" "$body" >"$out/migrate.json" || rc=$?
 	MIGRATE_STATUS=$LAST_STATUS
-	if [ "$rc" != 0 ] && [ "$MIGRATE_STATUS" = 400 ] && jq -e '.detail | test("resume_target")' "$out/migrate.json" >/dev/null 2>&1; then
-		# An agent that always resumes the copy at once: the snapshot
-		# on B then shows what the copy has not consumed yet.
-		say "the agent cannot hold the copy on B frozen: it resumes at once"
-		body=$(jq -c 'del(.resume_target)' <<<"$body")
-		rc=0
-		API_TIMEOUT=600 api_a POST "/v1/workloads/$STORM_A/migrate" "$body" >"$out/migrate.json" || rc=$?
-		MIGRATE_STATUS=$LAST_STATUS
-	fi
-	if [ "$rc" != 0 ] && [ "$MIGRATE_STATUS" = 409 ] && [ "$(jq -r .code "$out/migrate.json" 2>/dev/null)" = wrong_state ]; then
-		# An agent that cannot move a frozen workload: thaw and move at
-		# once; what runs in between makes the snapshot inexact.
-		say "the agent refuses to move a frozen workload: thawing and moving at once (snapshot no longer exact)"
-		EXACT=0
-		api_a POST "/v1/workloads/$STORM_A/thaw" >/dev/null || die "cannot thaw the workload on A"
-		rc=0
-		API_TIMEOUT=600 api_a POST "/v1/workloads/$STORM_A/migrate" "$body" >"$out/migrate.json" || rc=$?
-		MIGRATE_STATUS=$LAST_STATUS
-	fi
 	[ -z "${DURING_PID:-}" ] || wait "$DURING_PID" 2>/dev/null || true
 	say "migrate answered HTTP $MIGRATE_STATUS after $((SECONDS - begin))s"
 	return "$rc"
 }
 
 after_ok() {
+	HOLD_START=$EPOCHREALTIME
 	STORM_B=$(jq -r '.target_workload.id // .workload.id // .restored.id // .target.workload.id // .target.id // empty' "$out/migrate.json")
 	[ -n "$STORM_B" ] || die "the migrate reply names no workload on B: $(head -c 300 "$out/migrate.json")"
 	PID_B=$(workload_field "$to" "$token_to" "$STORM_B" '.pid')
@@ -309,7 +298,8 @@ after_ok() {
 	if [ "$(jq -r .state "$out/workload-b.json")" = frozen ]; then
 		HELD=1
 		api_b POST "/v1/workloads/$STORM_B/thaw" >/dev/null || die "cannot thaw the copy on B"
-		say "the copy on B was held frozen for the snapshot; thawed"
+		HELD_SECONDS=$(awk -v a="$HOLD_START" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+		say "the copy on B was held frozen ${HELD_SECONDS}s for the snapshot; thawed"
 	else
 		EXACT=0
 	fi
@@ -454,8 +444,8 @@ write_result() {
 		--slurpfile before "$out/before.json" --slurpfile after "$out/$AFTER_FILE" \
 		--slurpfile migrate "$out/migrate.json" --slurpfile ledger "$out/ledger.json" \
 		--argjson extra "$(ledger_extra)" --argjson failures "$failures_json" \
-		--arg status "$MIGRATE_STATUS" --argjson exact "$EXACT" --argjson held "$HELD" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
-		"$JQ_DEFS"'{version: 1, expect: $expect, fault: $fault, exact_snapshot: ($exact == 1), held_on_b: ($held == 1), threads: $threads, signals: $signals,
+		--arg status "$MIGRATE_STATUS" --argjson exact "$EXACT" --argjson held "$HELD" --argjson held_s "${HELD_SECONDS:-0}" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
+		"$JQ_DEFS"'{version: 1, expect: $expect, fault: $fault, exact_snapshot: ($exact == 1), held_on_b: ($held == 1), held_seconds: $held_s, threads: $threads, signals: $signals,
 		  from: {url: $from, label: "A", kernel: ($capa[0] | kernel_release), capabilities: $capa[0]},
 		  to: {url: $to, target: $target, label: "B", kernel: ($capb[0] | kernel_release), capabilities: $capb[0]},
 		  workload_a: {program: "sigstorm", pid: $pid_a}, workload_b: {program: "sigstorm", pid: $pid_b},

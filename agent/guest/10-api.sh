@@ -138,6 +138,21 @@ if [ "$IFACE" = true ]; then
 	check "restore hold: frozen, held, restored, verified" jq -e '.state == "frozen" and .held == true and .restored and .restore.verified == true' "$BODY"
 	areq POST "/v1/workloads/$R/checkpoint"
 	expect "restore hold: checkpoint of a held copy is 409" 409 wrong_state
+	req GET "/v1/workloads/$R/signals?limit=100000"
+	expect "restore hold: the held copy's signals can be read" 200
+	# Timers re-armed by the restore may queue more while held: the image's
+	# records must be the head of every queue, byte for byte, in order.
+	check "restore hold: every queue starts with the checkpoint's records, byte for byte ($(jqb .pending_total) pending, $TOTAL checkpointed)" \
+		jq -e --slurpfile a "$WORK/signals1.json" '
+			def raws: map(.raw);
+			$a[0] as $o
+			| ([range(0; $o.threads | length) as $i
+			    | ($o.threads[$i].pending.signals | raws) as $want
+			    | (.threads[$i].pending.signals[:($want | length)] | raws) == $want] | all)
+			  and ((.shared.signals[:($o.shared.signals | length)] | raws) == ($o.shared.signals | raws))
+			  and .pending_total >= $o.pending_total' "$BODY"
+	req GET "/v1/workloads/$R"
+	check "restore hold: reading its signals leaves it held" jq -e '.state == "frozen" and .held == true' "$BODY"
 	areq POST "/v1/workloads/$R/thaw"
 	expect "restore hold: thaw resumes it" 200
 	check "restore hold: running after thaw" jq -e '.workload.state == "running" and (.workload.held // false) == false' "$BODY"

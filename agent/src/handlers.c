@@ -199,7 +199,7 @@ void handle_thaw(struct request *req, struct reply *out)
 
 /* A snapshot: frozen if needed, dumped, thawed again; never dequeues. */
 static struct workload *peek_image(struct request *req, struct reply *out,
-				   struct ctl_reply *peek)
+				   const char *verb, struct ctl_reply *peek)
 {
 	struct workload *w;
 	struct api_error err;
@@ -218,7 +218,7 @@ static struct workload *peek_image(struct request *req, struct reply *out,
 		workload_put(w);
 		return NULL;
 	}
-	ret = workload_snapshot(w, peek, &err);
+	ret = workload_snapshot(w, verb, peek, &err);
 	workload_end_op(w);
 	if (ret) {
 		reply_problem(out, &err, req);
@@ -256,7 +256,7 @@ void handle_signals(struct request *req, struct reply *out)
 			    "limit: an integer 0-%d", SIGNALS_LIMIT_MAX);
 		return;
 	}
-	w = peek_image(req, out, &peek);
+	w = peek_image(req, out, "PEEK", &peek);
 	if (!w)
 		return;
 	if (sigmig_image_decode(peek.payload, peek.payload_len, &img, why,
@@ -281,7 +281,7 @@ void handle_checkpoint(struct request *req, struct reply *out)
 	struct workload *w;
 	json_int_t signals;
 
-	w = peek_image(req, out, &peek);
+	w = peek_image(req, out, "DUMP", &peek);
 	if (!w)
 		return;
 	signals = json_integer_value(json_object_get(peek.json, "signals"));

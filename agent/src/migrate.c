@@ -230,13 +230,15 @@ static json_t *success_json(struct workload *w, const struct migrate_request *re
 			 "commit", commit, "timings", timings_json(t));
 }
 
-static void record_phases(const struct timings *t)
+/* Held copies have not resumed yet: their downtime is not known here. */
+static void record_phases(const struct timings *t, bool resumed)
 {
 	metrics_phase(PHASE_FREEZE, t->freeze);
 	metrics_phase(PHASE_DUMP, t->dump);
 	metrics_phase(PHASE_TRANSFER, t->transfer);
 	metrics_phase(PHASE_RESTORE, t->restore);
-	metrics_phase(PHASE_DOWNTIME, t->downtime);
+	if (resumed)
+		metrics_phase(PHASE_DOWNTIME, t->downtime);
 }
 
 int migrate_workload(struct workload *w, const struct migrate_request *req,
@@ -277,20 +279,27 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	t1 = mono_s();
 	workload_commit(w, req->target_text, &commit);
 	t.commit = mono_s() - t1;
-	running = thaw_target(req, id, problem, sizeof(problem));
+	/*
+	 * Held on request, so that the caller can compare B's queues with
+	 * the image before anything is delivered; it resumes on its thaw.
+	 */
+	running = req->resume_target ?
+		  thaw_target(req, id, problem, sizeof(problem)) : NULL;
 	t.downtime = mono_s() - t.start;
 	if (running) {
 		json_decref(remote);
 		remote = running;
-	} else {
+	} else if (problem[0]) {
 		log_error("migrate %s: %s", workload_id(w), problem);
 	}
 	*result = success_json(w, req, &dump, remote, commit, &t);
+	json_object_set_new(*result, "target_resumed",
+			    json_boolean(req->resume_target && !problem[0]));
 	if (problem[0])
 		json_object_set_new(*result, "problem", json_pack(
 			"{s:s, s:s, s:s}", "code", "target_thaw_failed",
 			"target_state", "frozen", "detail", problem));
-	record_phases(&t);
+	record_phases(&t, req->resume_target);
 	metrics_migration("committed");
 	log_info("migrate %s committed to %s, downtime %.1f ms", workload_id(w),
 		 req->target_text, t.downtime * 1e3);

@@ -326,13 +326,15 @@ static int parse_timeout(json_t *value, unsigned int *out, struct verror *err)
 int parse_migrate_request(const char *body, size_t len,
 			  struct migrate_request *req, struct verror *err)
 {
-	static const char *const known[] = { "target", "token", "timeout_ms", NULL };
+	static const char *const known[] = { "target", "token", "timeout_ms",
+					     "resume_target", NULL };
 	json_t *root, *value;
 	const char *url;
 	int ret = -1;
 
 	memset(req, 0, sizeof(*req));
 	req->timeout_ms = MIGRATE_TIMEOUT_MS_DEFAULT;
+	req->resume_target = true;
 	root = parse_object(body, len, err);
 	if (!root)
 		return -1;
@@ -359,6 +361,13 @@ int parse_migrate_request(const char *body, size_t len,
 	value = json_object_get(root, "timeout_ms");
 	if (value && parse_timeout(value, &req->timeout_ms, err))
 		goto out;
+	value = json_object_get(root, "resume_target");
+	if (value && !json_is_boolean(value)) {
+		fail(err, "invalid_field", "resume_target: must be true or false");
+		goto out;
+	}
+	if (value)
+		req->resume_target = json_is_true(value);
 	ret = 0;
 out:
 	json_decref(root);

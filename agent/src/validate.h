@@ -47,6 +47,7 @@ struct migrate_request {
 	char target_text[TARGET_HOST_MAX + 32];	/* as given, for reports */
 	char token[TOKEN_LEN_MAX + 1];		/* "" when none */
 	unsigned int timeout_ms;
+	bool resume_target;	/* false: leave the copy held (frozen) on B */
 };
 
 /* "w" followed by 1-9 digits without a leading zero. */

@@ -1091,12 +1091,13 @@ void workloads_shutdown(void)
 
 /*
  * The image of @w without dequeuing anything and without changing its
- * state: DUMP when frozen; FREEZE, DUMP, THAW when running. Done as
- * three verbs rather than the runtime's PEEK so that each step has its
- * own timeout and a failed dump always ends with the thaw.
+ * state: @verb when frozen; FREEZE, @verb, THAW when running. Done as
+ * three verbs so that each step has its own timeout and a failed dump
+ * always ends with the thaw. @verb is DUMP for a checkpoint, PEEK for a
+ * look, which the runtime also answers for a copy held after a restore.
  */
-int workload_snapshot(struct workload *w, struct ctl_reply *dump,
-		      struct api_error *err)
+int workload_snapshot(struct workload *w, const char *verb,
+		      struct ctl_reply *dump, struct api_error *err)
 {
 	struct api_error thaw_err;
 	json_t *result = NULL;
@@ -1112,7 +1113,7 @@ int workload_snapshot(struct workload *w, struct ctl_reply *dump,
 		froze = true;
 	else if (strcmp(err->code, "wrong_state") != 0)
 		return -1;
-	ret = workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err);
+	ret = workload_ctl(w, verb, CTL_TIMEOUT_MS * 6, dump, err);
 	if (froze && workload_thaw(w, &result, &thaw_err)) {
 		log_error("%s: THAW after a snapshot failed: %s", w->id,
 			  thaw_err.detail);

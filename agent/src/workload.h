@@ -76,8 +76,8 @@ int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 int workload_freeze(struct workload *w, json_t **result, struct api_error *err);
 int workload_thaw(struct workload *w, json_t **result, struct api_error *err);
 /* The image without dequeuing, leaving @w running or frozen as it was. */
-int workload_snapshot(struct workload *w, struct ctl_reply *dump,
-		      struct api_error *err);
+int workload_snapshot(struct workload *w, const char *verb,
+		      struct ctl_reply *dump, struct api_error *err);
 /* After a confirmed migration: COMMIT, or SIGKILL if the runtime cannot. */
 int workload_commit(struct workload *w, const char *target, json_t **result);
 

@@ -100,8 +100,9 @@ static void test_migrate_request(void)
 
 	ok(!strcmp(migrate_code("{\"target\":\"http://10.99.0.2:8080\",\"token\":\"t0k\"}", &req), "ok") &&
 	   !strcmp(req.target.host, "10.99.0.2") && req.target.port == 8080 &&
-	   !strcmp(req.token, "t0k") && req.timeout_ms == MIGRATE_TIMEOUT_MS_DEFAULT,
-	   "migrate: valid body parsed");
+	   !strcmp(req.token, "t0k") && req.timeout_ms == MIGRATE_TIMEOUT_MS_DEFAULT &&
+	   req.resume_target,
+	   "migrate: valid body parsed, the target resumes by default");
 	ok(!strcmp(migrate_code("{\"target\":\"http://guest-b/\"}", &req), "ok") &&
 	   req.target.port == 80 && !strcmp(req.target.host, "guest-b"),
 	   "migrate: default port, trailing slash");
@@ -125,6 +126,12 @@ static void test_migrate_request(void)
 	   "migrate: timeout range and type");
 	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"timeout_ms\":2000}", &req), "ok") &&
 	   req.timeout_ms == 2000, "migrate: timeout accepted");
+	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"resume_target\":false}", &req), "ok") &&
+	   !req.resume_target, "migrate: resume_target false keeps the copy held");
+	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"resume_target\":0}", &req), "invalid_field") &&
+	   !strcmp(migrate_code("{\"target\":\"http://b\",\"resume_target\":\"no\"}", &req),
+		   "invalid_field"),
+	   "migrate: resume_target must be a boolean");
 	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"x\":1}", &req), "unknown_field"),
 	   "migrate: unknown member refused");
 }

@@ -146,6 +146,22 @@ def key_fields(rec):
     return " ".join(parts[:3])
 
 
+def compare_queue(before_recs, after_recs):
+    """("identical"|"timers"|"different", records added on B).
+
+    A held copy's timers are re-armed by the restore, so signals of those
+    timers may be queued behind the moved records before its queues are
+    read: the moved records must still be the head, byte for byte.
+    """
+    want, got = raw_list(before_recs), raw_list(after_recs)
+    if got == want:
+        return "identical", 0
+    extra = after_recs[len(want):]
+    if got[:len(want)] == want and all(code_class(r) == "SI_TIMER" for r in extra):
+        return "timers", len(extra)
+    return "different", 0
+
+
 def raw_list(records):
     return [r.get("raw") for r in records]
 
@@ -165,7 +181,7 @@ def verdict(result, before, after, ledger):
     after_map = {k: recs for k, _, recs in after}
     if result.get("exact_snapshot", True):
         for key, label, recs in before:
-            if raw_list(recs) != raw_list(after_map.get(key, [])):
+            if compare_queue(recs, after_map.get(key, []))[0] == "different":
                 reasons.append("%s differs after the move" % label)
     restore = ((result.get("migrate") or {}).get("target_workload") or {}).get("restore") or {}
     if restore and not restore.get("verified"):
@@ -216,9 +232,12 @@ def queue_table(t, before, after, exact=True, restore=None):
     t.add("  %-22s %12s %12s   %s" % ("queue", "before on A", "after on B" if exact else "on B later", "bytes"))
     for key, label, recs in before:
         other = after_map.get(key, [])
-        same = raw_list(recs) == raw_list(other)
-        if same:
+        how, added = compare_queue(recs, other)
+        if how == "identical":
             mark = t.c("32", "identical")
+        elif how == "timers" and exact:
+            mark = t.c("32", "identical") + t.c("33", " + %d timer signal%s fired on B since"
+                                                % (added, "s" if added > 1 else ""))
         elif exact:
             mark = t.c("1;31", "DIFFERENT")
         else:
@@ -252,12 +271,14 @@ def queue_samples(t, before, after):
         if not recs and not other:
             continue
         t.add("  %-18s A: %s" % (label, signal_mix(recs) or "empty"))
-        if raw_list(recs) == raw_list(other):
-            t.add("  %-18s B: %s" % ("", t.c("32", "the same %s records, byte for byte" % fmt_n(len(other)))))
+        how, added = compare_queue(recs, other)
+        if how != "different":
+            t.add("  %-18s B: %s" % ("", t.c("32", "the same %s records, byte for byte" % fmt_n(len(recs)))
+                                     + (t.c("33", ", then %d new from its timers" % added) if added else "")))
         else:
             t.add("  %-18s B: %s" % ("", t.c("1;31", signal_mix(other) or "empty")))
         for side, rs in (("A", recs), ("B", other)):
-            if rs and (side == "A" or raw_list(recs) != raw_list(other)):
+            if rs and (side == "A" or how == "different"):
                 t.add("  %-18s    %s oldest: %s" % ("", side, describe(rs[0])))
                 if len(rs) > 1:
                     t.add("  %-18s    %s newest: %s" % ("", side, describe(rs[-1])))
@@ -305,7 +326,7 @@ def render_text(result, before, after, timings, ledger, ok, reasons, color, widt
     t.title("Timings")
     line = "  " + "  |  ".join("%s %s" % (p, fmt_s(timings.get(p))) for p in PHASES)
     t.add(line)
-    t.add("  total downtime (freeze to resume): %s" % t.c("1", fmt_s(timings.get("downtime"))))
+    t.add("  %s: %s" % (downtime_label(result), t.c("1", fmt_s(timings.get("downtime")))))
     mig = result.get("migrate") or {}
     image = mig.get("image_size") or mig.get("image_bytes")
     if image:
@@ -334,7 +355,15 @@ def render_text(result, before, after, timings, ledger, ok, reasons, color, widt
 
 # --------------------------------------------------------------- HTML report
 
-def svg_timeline(timings, width=900):
+def downtime_label(result):
+    """A copy held for the snapshot resumed later, when it was thawed."""
+    if result.get("held_on_b"):
+        return ("downtime, freeze to the copy ready on B (then held %ss frozen for this snapshot)"
+                % result.get("held_seconds", "?"))
+    return "total downtime (freeze to resume)"
+
+
+def svg_timeline(timings, width=900, end_label="resume on B"):
     total = timings.get("downtime") or sum(timings.get(p) or 0 for p in PHASES)
     if not total:
         return "<p>no timings</p>"
@@ -356,8 +385,8 @@ def svg_timeline(timings, width=900):
         out.append('<text x="%.1f" y="78" font-size="12" text-anchor="start">%s</text>' % (x + 2, fmt_s(v)) if w > 45 else "")
         x += w
     out.append('<text x="10" y="14" font-size="12">freeze</text>')
-    out.append('<text x="%d" y="14" font-size="12" text-anchor="end">resume on B: %s downtime</text>'
-               % (width - 10, fmt_s(total)))
+    out.append('<text x="%d" y="14" font-size="12" text-anchor="end">%s: %s downtime</text>'
+               % (width - 10, end_label, fmt_s(total)))
     out.append('<line x1="10" y1="95" x2="%d" y2="95" stroke="#333"/>' % (width - 10))
     out.append("</svg>")
     return "".join(out)
@@ -400,11 +429,14 @@ def render_html(result, before, after, timings, ledger, ok, reasons, text):
         other = after_map.get(key, (label, []))[1]
         sa, na = svg_queue(recs, palette)
         sb, nb = svg_queue(other, palette)
-        same = raw_list(recs) == raw_list(other)
+        how, added = compare_queue(recs, other)
+        mark = {"identical": '<span class="ok">identical</span>',
+                "timers": '<span class="ok">identical</span> + %d from timers on B' % added,
+                "different": '<span class="bad">different</span>'}[how]
         rows.append("<tr><th>%s<br><small>%d &rarr; %d<br>%s</small></th><td>%s<small>%s</small></td>"
                     "<td>%s<small>%s</small></td></tr>" % (
                         html.escape(label), len(recs), len(other),
-                        '<span class="ok">identical</span>' if same else '<span class="bad">different</span>',
+                        mark,
                         sa, na, sb, nb))
     legend = " ".join('<span class="sw" style="background:%s"></span>%s' % (c, html.escape(n))
                       for n, c in palette.items())
@@ -434,7 +466,7 @@ pre{background:#f5f5f5;padding:1em;font-size:.8em;overflow:auto}
 <h1>sigmig: %(program)s moved from %(src)s to %(dst)s</h1>
 <p>%(threads)s threads, %(pending)s pending signals; kernels: A %(ka)s, B %(kb)s</p>
 %(verdict)s
-<h2>Downtime: %(downtime)s from freeze to resume</h2>
+<h2>Downtime: %(downtime)s %(downtime_span)s</h2>
 %(timeline)s
 <h2>Pending queues before (on A) and after (on B)</h2>
 <p>one square per pending signal, oldest first, colored by si_code: %(legend)s</p>
@@ -451,7 +483,11 @@ pre{background:#f5f5f5;padding:1em;font-size:.8em;overflow:auto}
         "pending": fmt_n(sum(len(r) for _, _, r in before)),
         "ka": html.escape(str(src.get("kernel", "?"))), "kb": html.escape(str(dst.get("kernel", "?"))),
         "verdict": verdict_html, "downtime": fmt_s(timings.get("downtime")),
-        "timeline": svg_timeline(timings), "legend": legend, "rows": "".join(rows),
+        "downtime_span": html.escape("from freeze to the copy ready on B (held %ss more for the snapshot)"
+                                     % result.get("held_seconds", "?")
+                                     if result.get("held_on_b") else "from freeze to resume"),
+        "timeline": svg_timeline(timings, end_label="ready on B" if result.get("held_on_b") else "resume on B"),
+        "legend": legend, "rows": "".join(rows),
         "ledger": led_cells, "text": html.escape(text),
         "after_title": "after, on B" if result.get("exact_snapshot", True) else
                        "on B, moments later (it resumed at once; B verified the requeued queues itself)",

@@ -23,18 +23,16 @@ tap $? "both queues used: ${multi:-0} threads with private signals, ${shared:-0}
 python3 "$REPO/orchestrate/report/report.py" "$RESULT" --no-color --html "$(dirname "$RESULT")/report.html" \
 	>"$(dirname "$RESULT")/report.txt" 2>&1
 rc=$?
-if [ "$(result '.exact_snapshot')" = true ]; then
-	grep -E 'DIFFERENT' "$(dirname "$RESULT")/report.txt" | diag
-	[ "$rc" = 0 ] && ! grep -q DIFFERENT "$(dirname "$RESULT")/report.txt"
-	tap $? "every queue identical byte for byte on B, as seen through both agents (report rc=$rc)"
-else
-	# B resumed at once: rely on its runtime's own re-read of every queue.
-	moved=$(result '.migrate.signals')
-	requeued=$(result '.migrate.target_workload.restore.requeued')
-	[ "$(result '.migrate.target_workload.restore.verified')" = true ] &&
-		[ "$moved" = "$requeued" ] && [ "$moved" = "$before" ]
-	tap $? "B requeued and verified byte for byte every moved signal ($requeued of $moved; $before seen on A)"
-fi
+[ "$(result '.exact_snapshot')" = true ] && [ "$(result '.held_on_b')" = true ]
+tap $? "B's copy was held frozen until its queues were read (snapshot exact; held $(result '.held_seconds')s)"
+grep -E 'DIFFERENT' "$(dirname "$RESULT")/report.txt" | diag
+[ "$rc" = 0 ] && ! grep -q DIFFERENT "$(dirname "$RESULT")/report.txt"
+tap $? "every queue identical byte for byte on B, as seen through both agents (report rc=$rc)"
+moved=$(result '.migrate.signals')
+requeued=$(result '.migrate.target_workload.restore.requeued')
+[ "$(result '.migrate.target_workload.restore.verified')" = true ] &&
+	[ "$moved" = "$requeued" ] && [ "$moved" = "$before" ]
+tap $? "B's runtime requeued and verified every moved signal itself ($requeued of $moved; $before seen on A)"
 [ -n "$(result '.workload_b.pid // empty')" ] && [ "$(result '.pending.after.threads | length')" = 4 ]
 tap $? "the restored workload runs on B with its 4 threads"
 check_ledger_clean "happy path"

@@ -25,6 +25,7 @@ enum thread_cmd {
 	CMD_THAW,	/* leave the freeze handler */
 	CMD_REQUEUE,	/* restore: requeue the image's private queue */
 	CMD_GO,		/* restore: set the image mask and run */
+	CMD_RELEASE,	/* restore: the held restorer thread may go on */
 };
 
 /* A growable array of raw siginfo records, mmap()ed: usable in handlers. */
@@ -82,6 +83,7 @@ struct runtime {
 	int restore_hold;		/* hold after a verified restore */
 	int held;			/* frozen in the restorer, not by FREEZE */
 	_Atomic uint32_t hold_release;	/* futex word: THAW sets it */
+	struct rt_thread *restorer;	/* the restorer's own slot, or NULL */
 };
 
 extern struct runtime sigmig_rt;

@@ -243,6 +243,8 @@ int sigmig_restore_thread(struct rt_thread *t)
 	uint32_t cmd;
 
 	t->image = image_thread((unsigned int)(t - sigmig_rt.threads));
+	/* what a PEEK of the held copy reports: the mask it resumes with */
+	t->blocked = t->image ? t->image->blocked : 0;
 	if (sigmig_restore_claim_leader())
 		return 0;
 	for (;;) {
@@ -481,22 +483,53 @@ static int restore_dispositions(void)
 }
 
 /*
- * Held: every thread stays parked in sigmig_restore_thread() with all
- * signals blocked until THAW (sigmig_restore_release) or COMMIT (exits).
+ * Held: every thread stays parked with all signals blocked until THAW
+ * (sigmig_restore_release) or COMMIT (exits). The restorer's thread, when
+ * it is an application thread, serves PEEK meanwhile like the others, so
+ * that the held copy's queues can be compared with the image's source.
  */
 static void wait_hold_release(void)
 {
-	while (!atomic_load(&sigmig_rt.hold_release))
-		sigmig_futex_wait(&sigmig_rt.hold_release, 0, -1);
+	struct rt_thread *self = sigmig_rt.restorer;
+	uint32_t cmd;
+
+	if (!self) {
+		while (!atomic_load(&sigmig_rt.hold_release))
+			sigmig_futex_wait(&sigmig_rt.hold_release, 0, -1);
+		return;
+	}
+	for (;;) {
+		cmd = atomic_load(&self->cmd);
+		if (cmd == CMD_NONE) {
+			sigmig_futex_wait(&self->cmd, CMD_NONE, -1);
+			continue;
+		}
+		atomic_store(&self->cmd, CMD_NONE);
+		if (cmd == CMD_PEEK)
+			self->result = run_cmd(self, cmd);
+		else
+			self->result = cmd == CMD_RELEASE ? 0 : -EINVAL;
+		atomic_fetch_add(&self->acked, 1);
+		sigmig_futex_wake(&self->acked);
+		if (cmd == CMD_RELEASE)
+			return;
+	}
 }
 
 /* Control thread, lock held, state frozen and held: resume everything. */
 int sigmig_restore_release(void)
 {
 	uint32_t v;
+	int ret;
 
-	atomic_store(&sigmig_rt.hold_release, 1);
-	sigmig_futex_wake(&sigmig_rt.hold_release);
+	if (sigmig_rt.restorer) {
+		ret = sigmig_post(sigmig_rt.restorer, CMD_RELEASE, STEP_TIMEOUT_MS);
+		if (ret)
+			return ret;
+	} else {
+		atomic_store(&sigmig_rt.hold_release, 1);
+		sigmig_futex_wake(&sigmig_rt.hold_release);
+	}
 	while (!(v = atomic_load(&sigmig_rt.restore_done)))
 		sigmig_futex_wait(&sigmig_rt.restore_done, 0, 1000);
 	return v == 1 ? 0 : -EIO;
@@ -508,6 +541,7 @@ static void *restorer_main(void *arg)
 	int ret;
 
 	(void)arg;
+	sigmig_rt.restorer = sigmig_self;
 	ret = wait_registered();
 	if (!ret)
 		ret = check_handlers();

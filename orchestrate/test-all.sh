@@ -90,6 +90,36 @@ host_checks() {
 	TAP_LOGS+=("$LOGS/host-check.log")
 }
 
+# The host checks (compiling, sanitizers, fuzzing: one core) run beside the
+# guest tests (QEMU TCG), which leave the other core mostly to them; their
+# output goes to the log only and is summed up when both are done.
+HOST_PID=""
+host_checks_start() {
+	banner "host-side checks, in the background (build/logs/host-check.log)"
+	HOST_T0=$SECONDS
+	"$REPO/orchestrate/host-check.sh" >"$LOGS/host-check.log" 2>&1 &
+	HOST_PID=$!
+	TAP_LOGS+=("$LOGS/host-check.log")
+}
+
+host_checks_wait() {
+	local rc=0
+	[ -n "$HOST_PID" ] || return 0
+	wait "$HOST_PID" || rc=$?
+	HOST_PID=""
+	PHASE_TIMES+=("host $((SECONDS - HOST_T0))s (beside the guest)")
+	banner "host-side checks done (rc=$rc): $(count_lines '^ok\b' "$LOGS/host-check.log") ok, $(count_lines '^not ok\b' "$LOGS/host-check.log") not ok"
+	tr -d '\r' <"$LOGS/host-check.log" | grep -E '^not ok\b' | sed 's/^/  /' >&2
+	if [ "$rc" != 0 ] && ! tr -d '\r' <"$LOGS/host-check.log" | grep -q '^not ok'; then
+		infra_fail "host checks exited with rc=$rc, see build/logs/host-check.log"
+	fi
+	return 0
+}
+
+stop_background() {
+	[ -z "$HOST_PID" ] || kill -TERM "$HOST_PID" 2>/dev/null || true
+}
+
 guest_tests() {
 	local log rc name
 	name=$(guest_name)
@@ -158,8 +188,10 @@ main() {
 	rm -f "$LOGS/infra.tap"
 	timed deps install_deps
 	if timed kernel build_kernel && timed initramfs build_initramfs; then
-		timed host host_checks
+		trap stop_background EXIT
+		host_checks_start
 		timed guest guest_tests
+		host_checks_wait
 		timed suites extra_suites
 	else
 		timed host host_checks

@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Build the kernel (cached) and the initramfs, boot one guest in role=test and
 # return its SIGMIG-EXIT code.  The serial console is written to
-# build/logs/guest-test[-<flavor>][-<only>].log (printed on stderr).
+# build/logs/guest-test[-<flavor>][-<only>][-no-<skip>].log (printed on stderr).
 #
-# Usage: guest-test.sh [--only component|bench] [--kernel-flavor default|debug]
+# Usage: guest-test.sh [--only c1[,c2...]|bench] [--skip c1[,c2...]]
+#                      [--kernel-flavor default|debug] [--initrd FILE]
 #                      [--timeout SEC] [--test-timeout SEC] [--quiet] [--no-build]
 #   --no-build: boot the kernel and initramfs already built (make test builds
-#   them as phases of their own).
+#   them as phases of their own); --initrd: that initramfs (with --no-build).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-only="" flavor=default timeout_s=2400 test_timeout=600 quiet=() build=1
+only="" skip="" initrd="" flavor=default timeout_s=2400 test_timeout=600 quiet=() build=1
 
 usage() {
-	sed -n '6,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '6,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--only) only=${2:?}; shift 2 ;;
+	--skip) skip=${2:?}; shift 2 ;;
+	--initrd) initrd=${2:?}; shift 2 ;;
 	--kernel-flavor|--flavor) flavor=${2:?}; shift 2 ;;
 	--timeout) timeout_s=${2:?}; shift 2 ;;
 	--test-timeout) test_timeout=${2:?}; shift 2 ;;
@@ -31,8 +34,10 @@ done
 
 name=test
 [ "$flavor" = default ] || name+="-$flavor"
-[ -z "$only" ] || name+="-$only"
-initrd="$REPO/build/initramfs/initramfs-$name.cpio.gz"
+[ -z "$only" ] || name+="-${only//,/+}"
+[ -z "$skip" ] || name+="-no-${skip//,/+}"
+[ -z "$initrd" ] || [ "$build" = 0 ] || { echo "[guest-test] --initrd needs --no-build" >&2; exit 2; }
+initrd=${initrd:-$REPO/build/initramfs/initramfs-$name.cpio.gz}
 
 # One run per image and log name at a time: concurrent identical runs would
 # overwrite each other's initramfs and console log.
@@ -53,6 +58,7 @@ fi
 
 append="sigmig.timeout=$test_timeout"
 [ -z "$only" ] || append+=" sigmig.only=$only"
+[ -z "$skip" ] || append+=" sigmig.skip=$skip"
 rc=0
 "$REPO/orchestrate/run-guest.sh" --kernel "$kernel" --initrd "$initrd" \
 	--role test --name "$name" --timeout "$timeout_s" --append "$append" \

@@ -185,18 +185,28 @@ console_state() {
 	fi
 }
 
+# Until the agent says it listens, the forwarded port accepts and then
+# hangs (QEMU's user net): ask only then, or every 10 s in case its log
+# level hides the line.
+worth_asking() {	# CONSOLE POLLS
+	grep -q 'listening on' "$1" 2>/dev/null || [ $(($2 % 50)) = 0 ]
+}
+
 # Previous boot durations make the progress line say roughly how long is left.
 expected_boot_seconds() {
 	cat "$CACHE/two-guests-boot-seconds" 2>/dev/null || echo 60
 }
 
 wait_healthy() {
-	local deadline=$((SECONDS + boot_timeout)) begin=$SECONDS expect ok_a=0 ok_b=0 last=-10 i
+	local deadline=$((SECONDS + boot_timeout)) begin=$SECONDS expect ok_a=0 ok_b=0 last=-10 i polls=0
 	expect=$(expected_boot_seconds)
 	say "waiting for both agents (bounded to ${boot_timeout}s; usually ~${expect}s under TCG)"
 	while :; do
-		[ "$ok_a" = 1 ] || ! healthy "$A_URL" || { ok_a=1; say "agent A healthy after $((SECONDS - begin))s"; }
-		[ "$ok_b" = 1 ] || ! healthy "$B_URL" || { ok_b=1; say "agent B healthy after $((SECONDS - begin))s"; }
+		polls=$((polls + 1))
+		[ "$ok_a" = 1 ] || ! worth_asking "$A_CONSOLE" "$polls" || ! healthy "$A_URL" ||
+			{ ok_a=1; say "agent A healthy after $((SECONDS - begin))s"; }
+		[ "$ok_b" = 1 ] || ! worth_asking "$B_CONSOLE" "$polls" || ! healthy "$B_URL" ||
+			{ ok_b=1; say "agent B healthy after $((SECONDS - begin))s"; }
 		[ "$ok_a" = 1 ] && [ "$ok_b" = 1 ] && break
 		for i in 0 1; do
 			kill -0 "${guest_pids[$i]}" 2>/dev/null ||
@@ -209,7 +219,7 @@ wait_healthy() {
 			last=$SECONDS
 			say "  ${last}s: A $(console_state "$A_CONSOLE"), B $(console_state "$B_CONSOLE"); ~$((expect > SECONDS - begin ? expect - SECONDS + begin : 0))s left"
 		fi
-		sleep 1
+		sleep 0.2
 	done
 	mkdir -p "$CACHE" 2>/dev/null && echo $((SECONDS - begin)) >"$CACHE/two-guests-boot-seconds" 2>/dev/null || true
 }

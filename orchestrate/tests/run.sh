@@ -91,6 +91,13 @@ test_run_tests() {
 	run_tests --only alpha --timeout 2
 	! grep -q 'beta/' "$SCRATCH/out" && grep -q 'alpha/01-pass' "$SCRATCH/out"
 	tap $? "run-tests --only runs one component"
+	make_program "$t/gamma/01-pass" 'echo "ok 1 - gamma"'
+	run_tests --only alpha,gamma --timeout 2
+	[ "$(grep '^SIGMIG-RESULT' "$SCRATCH/out" | cut -d' ' -f2 | cut -d/ -f1 | sort -u | tr '\n' ' ')" = "alpha gamma " ]
+	tap $? "run-tests --only a,b runs exactly the listed components"
+	run_tests --skip alpha,gamma --timeout 2
+	[ "$(grep '^SIGMIG-RESULT' "$SCRATCH/out" | cut -d' ' -f2 | cut -d/ -f1 | sort -u | tr '\n' ' ')" = "beta " ]
+	tap $? "run-tests --skip a,b runs every other component"
 	test_run_tests_strays
 	rm -rf "$t/alpha/02-notok" "$t/beta" "$t/gamma"
 	run_tests --timeout 2

@@ -59,7 +59,8 @@ guest_images() {
 result() { jq -r "$1" "$RESULT" 2>/dev/null; }
 
 # run_case NAME [two-guests options...] -- [migrate.sh options...]
-# Sets RESULT (result.json) and CASE_RC (migrate.sh's exit status).
+# Sets RESULT (result.json) and CASE_RC (migrate.sh's exit status), also
+# kept in the case's directory (rc, case.log) for use_case.
 run_case() {
 	local name=$1 tg=() mig=()
 	shift
@@ -75,10 +76,33 @@ run_case() {
 		--kernel "$KERNEL" --initrd "$INITRD" "${tg[@]}" -- \
 		"$REPO/orchestrate/migrate.sh" --out "$out" "${mig[@]}" \
 		>"$out/stdout" 2>"$out/stderr" || CASE_RC=$?
-	echo "# case $name: migrate.sh rc=$CASE_RC, log $out/stderr"
-	if [ "$CASE_RC" != 0 ]; then
-		tail -8 "$out/stderr" | diag
-	fi
+	echo "$CASE_RC" >"$out/rc"
+	{
+		echo "# case $name: migrate.sh rc=$CASE_RC, log $out/stderr"
+		[ "$CASE_RC" = 0 ] || tail -8 "$out/stderr" | diag
+	} | tee "$out/case.log"
+}
+
+# start_case: run_case in the background, at most CASES_AT_ONCE at a time
+# (each boots its own pair of guests and spends most of its time waiting
+# for boots and fault timeouts); use_case NAME waits for that case, prints
+# its lines and sets RESULT and CASE_RC.
+CASES_AT_ONCE=${SIGMIG_CASES_AT_ONCE:-2}
+declare -A CASE_PIDS=()
+start_case() {
+	while [ "$(jobs -rp | wc -l)" -ge "$CASES_AT_ONCE" ]; do
+		wait -n 2>/dev/null || true
+	done
+	run_case "$@" >/dev/null &
+	CASE_PIDS[$1]=$!
+}
+
+use_case() {
+	local out="$REPO/build/suites/$SUITE/$1"
+	wait "${CASE_PIDS[$1]}" 2>/dev/null || true
+	RESULT="$out/result.json"
+	CASE_RC=$(cat "$out/rc" 2>/dev/null || echo 255)
+	cat "$out/case.log" 2>/dev/null || echo "# case $1: no result (see $out)"
 }
 
 # The checks every case ends with.

@@ -51,6 +51,7 @@ static struct {
 	int local;
 	int duration;
 	int restore_hold;
+	int fork_storm;
 } opt = { .threads = 4, .sigpending = 262144, .timers = 2, .timer_us = 3000,
 	  .mask_ms = 20, .local = 1 };
 
@@ -255,6 +256,25 @@ static int create_timer(int notify, int signo, pid_t tid, uint64_t value, int us
 	return id;
 }
 
+/*
+ * Every thread forks and allocates on every tick: a freeze then often
+ * lands while a thread is inside fork() or malloc(), holding libc's locks.
+ */
+static void fork_and_allocate(unsigned int tick)
+{
+	pid_t child = fork();
+	void *p;
+
+	if (child == 0)
+		_exit(0);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	p = malloc(256 + (tick % 64) * 1024);
+	if (p)
+		memset(p, (int)tick, 256);
+	free(p);
+}
+
 static void *worker(void *arg)
 {
 	unsigned int index = (unsigned int)(uintptr_t)arg, tick = 0;
@@ -280,6 +300,8 @@ static void *worker(void *arg)
 		rotate_mask(&rng);
 		if (index == 0 && opt.local)
 			local_sources(tick);
+		if (opt.fork_storm)
+			fork_and_allocate(tick);
 		tick++;
 	}
 	return NULL;
@@ -295,7 +317,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sigstorm --ctl PATH --ledger PATH [--threads N] [--restore IMAGE]\n"
 		"                [--sigpending N] [--timers N] [--timer-us US] [--mask-ms MS]\n"
-		"                [--no-local] [--duration SEC] [--restore-hold]\n");
+		"                [--no-local] [--duration SEC] [--restore-hold] [--fork-storm]\n");
 	exit(2);
 }
 
@@ -306,7 +328,7 @@ static void parse(int argc, char **argv)
 		{ "restore", 1, 0, 'r' }, { "sigpending", 1, 0, 'p' },
 		{ "timers", 1, 0, 'T' }, { "timer-us", 1, 0, 'u' }, { "mask-ms", 1, 0, 'm' },
 		{ "no-local", 0, 0, 'n' }, { "duration", 1, 0, 'd' }, { "help", 0, 0, 'h' },
-		{ "restore-hold", 0, 0, 'H' },
+		{ "restore-hold", 0, 0, 'H' }, { "fork-storm", 0, 0, 'F' },
 		{ 0, 0, 0, 0 } };
 	int c;
 
@@ -323,6 +345,7 @@ static void parse(int argc, char **argv)
 		case 'n': opt.local = 0; break;
 		case 'd': opt.duration = atoi(optarg); break;
 		case 'H': opt.restore_hold = 1; break;
+		case 'F': opt.fork_storm = 1; break;
 		default: usage();
 		}
 	}

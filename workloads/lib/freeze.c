@@ -154,15 +154,47 @@ static void freeze_handler(int sig, siginfo_t *si, void *ucv)
 	errno = saved_errno;
 }
 
+/*
+ * fork() takes every malloc arena lock and the stdio list lock before it
+ * clones and drops them after: a thread parked in between would keep them
+ * while the control thread allocates to dump. The freeze signal therefore
+ * waits, blocked, until fork() has let go of them. Application atfork
+ * handlers registered later run before this prepare handler and are not
+ * covered; libc's own locks are.
+ */
+static __thread sigset_t fork_saved_mask;
+
+static void fork_prepare(void)
+{
+	sigset_t freeze;
+
+	sigemptyset(&freeze);
+	sigaddset(&freeze, SIGMIG_FREEZE_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &freeze, &fork_saved_mask);
+}
+
+static void fork_done(void)
+{
+	pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
+}
+
+static void register_fork_handlers(void)
+{
+	pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
 int sigmig_install_freeze_handler(void)
 {
+	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = freeze_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
-	return sigaction(SIGMIG_FREEZE_SIGNAL, &sa, NULL) ? -errno : 0;
+	if (sigaction(SIGMIG_FREEZE_SIGNAL, &sa, NULL))
+		return -errno;
+	return pthread_once(&atfork_once, register_fork_handlers) ? -EAGAIN : 0;
 }
 
 static unsigned int count_registered(void)

@@ -104,7 +104,7 @@ install_components() {
 			continue
 		fi
 		log "  make -C $c install-guest"
-		make -C "$dir" install-guest DESTDIR="$ROOT" >&2 && continue
+		make -j"$(nproc)" -C "$dir" install-guest DESTDIR="$ROOT" >&2 && continue
 		[ "$keep_going" = 1 ] || die "make -C $c install-guest failed"
 		log "  ERROR: make -C $c install-guest failed: $c is missing or incomplete in the initramfs"
 		echo "not ok - make -C $c install-guest" >>"$output.failures"

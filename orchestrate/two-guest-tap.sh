@@ -30,29 +30,33 @@ diag() { sed 's/^/# /'; }
 
 # KERNEL, KERNEL_STOCK (if asked) and INITRD, built or taken from the cache.
 guest_images() {
-	local want_stock=${1:-0}
+	local want_stock=${1:-0} built
 	mkdir -p "$LOGS"
-	# Prebuilt images (e.g. while another build holds the kernel cache).
+	# Prebuilt images: make test builds them once for suites that run at
+	# the same time (two initramfs builds at once would share build dirs).
 	if [ -n "${SIGMIG_SUITE_KERNEL:-}" ] && [ -n "${SIGMIG_SUITE_INITRD:-}" ]; then
-		KERNEL=$SIGMIG_SUITE_KERNEL INITRD=$SIGMIG_SUITE_INITRD
+		KERNEL=$SIGMIG_SUITE_KERNEL
 		KERNEL_STOCK=${SIGMIG_SUITE_KERNEL_STOCK:-}
-		return
+		built=$SIGMIG_SUITE_INITRD
+	else
+		KERNEL=$("$REPO/orchestrate/build-kernel.sh" --flavor default 2>>"$LOGS/$SUITE-build.log") ||
+			{ tap 1 "guest kernel builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
+		if [ "$want_stock" = 1 ]; then
+			KERNEL_STOCK=$("$REPO/orchestrate/build-kernel.sh" --flavor stock 2>>"$LOGS/$SUITE-build.log") ||
+				KERNEL_STOCK=""
+		fi
+		built="$REPO/build/initramfs/initramfs-$SUITE.cpio.gz"
+		"$REPO/orchestrate/build-initramfs.sh" --output "$built" >/dev/null 2>>"$LOGS/$SUITE-build.log" ||
+			{ tap 1 "guest initramfs builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
 	fi
-	KERNEL=$("$REPO/orchestrate/build-kernel.sh" --flavor default 2>>"$LOGS/$SUITE-build.log") ||
-		{ tap 1 "guest kernel builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
-	if [ "$want_stock" = 1 ]; then
-		KERNEL_STOCK=$("$REPO/orchestrate/build-kernel.sh" --flavor stock 2>>"$LOGS/$SUITE-build.log") ||
-			KERNEL_STOCK=""
-	fi
-	INITRD="$REPO/build/initramfs/initramfs-$SUITE.cpio.gz"
-	"$REPO/orchestrate/build-initramfs.sh" --output "$INITRD" >/dev/null 2>>"$LOGS/$SUITE-build.log" ||
-		{ tap 1 "guest initramfs builds (see $LOGS/$SUITE-build.log)"; tap_done; exit 1; }
 	# Not "| grep -q": with pipefail, cpio's SIGPIPE would fail the test.
-	gzip -dc "$INITRD" | cpio -t --quiet 2>/dev/null | grep -c '^sigmig/bin/sigmig-agent$' >/dev/null ||
+	gzip -dc "$built" | cpio -t --quiet 2>/dev/null | grep -c '^sigmig/bin/sigmig-agent$' >/dev/null ||
 		tap_skip_all "no sigmig-agent in the initramfs yet (agent/ not built)"
 	# Every case boots two guests: an uncompressed archive spares each boot
 	# the kernel's gunzip of ~50 MB under TCG (about a second).
-	gzip -dc "$INITRD" >"${INITRD%.gz}" && INITRD=${INITRD%.gz}
+	INITRD="$REPO/build/initramfs/initramfs-$SUITE.cpio"
+	gzip -dc "$built" >"$INITRD" ||
+		{ tap 1 "guest initramfs unpacks (see $built)"; tap_done; exit 1; }
 }
 
 # jq over the case's result.json; prints the value.

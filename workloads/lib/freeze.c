@@ -109,27 +109,12 @@ int sigmig_peek_queue(int shared, struct rawbuf *out, char *err, size_t errlen)
 	return ret;
 }
 
-/* Serve commands until told to thaw. Runs inside the freeze handler. */
-static void serve_parked(struct rt_thread *t)
+/* What a parked thread does for a command, inside the freeze handler. */
+static int run_parked(struct rt_thread *t, uint32_t cmd)
 {
-	uint32_t cmd;
-
-	for (;;) {
-		cmd = atomic_load(&t->cmd);
-		if (cmd == CMD_NONE) {
-			sigmig_futex_wait(&t->cmd, CMD_NONE, -1);
-			continue;
-		}
-		atomic_store(&t->cmd, CMD_NONE);
-		if (cmd == CMD_PEEK)
-			t->result = sigmig_peek_queue(0, &t->peek, t->err, sizeof(t->err));
-		else if (cmd != CMD_THAW)
-			t->result = -EINVAL;
-		atomic_fetch_add(&t->acked, 1);
-		sigmig_futex_wake(&t->acked);
-		if (cmd == CMD_THAW)
-			return;
-	}
+	if (cmd == CMD_PEEK)
+		return sigmig_peek_queue(0, &t->peek, t->err, sizeof(t->err));
+	return cmd == CMD_THAW ? 0 : -EINVAL;
 }
 
 static void freeze_handler(int sig, siginfo_t *si, void *ucv)
@@ -147,7 +132,7 @@ static void freeze_handler(int sig, siginfo_t *si, void *ucv)
 	atomic_store(&t->parked, 1);
 	atomic_fetch_add(&sigmig_rt.nparked, 1);
 	sigmig_futex_wake(&sigmig_rt.nparked);
-	serve_parked(t);
+	sigmig_serve(t, run_parked, CMD_THAW);
 	atomic_store(&t->parked, 0);
 	atomic_fetch_sub(&sigmig_rt.nparked, 1);
 	sigmig_futex_wake(&sigmig_rt.nparked);

@@ -97,6 +97,12 @@ void sigmig_futex_wake(_Atomic uint32_t *word);
 const char *sigmig_handler_name(void (*fn)(int, siginfo_t *, void *));
 void (*sigmig_handler_fn(const char *name))(int, siginfo_t *, void *);
 int sigmig_post(struct rt_thread *t, uint32_t cmd, int timeout_ms);
+/*
+ * On thread @t: run each command posted to it with @run (its result is
+ * what sigmig_post() returns) until @last has been run. Async-signal-safe.
+ */
+void sigmig_serve(struct rt_thread *t, int (*run)(struct rt_thread *t, uint32_t cmd),
+		  uint32_t last);
 
 /* freeze.c */
 int sigmig_install_freeze_handler(void);

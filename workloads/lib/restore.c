@@ -240,26 +240,13 @@ int sigmig_restore_claim_leader(void)
 /* Called from sigmig_thread_register(): serve the restorer until GO. */
 int sigmig_restore_thread(struct rt_thread *t)
 {
-	uint32_t cmd;
-
 	t->image = image_thread((unsigned int)(t - sigmig_rt.threads));
 	/* what a PEEK of the held copy reports: the mask it resumes with */
 	t->blocked = t->image ? t->image->blocked : 0;
 	if (sigmig_restore_claim_leader())
 		return 0;
-	for (;;) {
-		cmd = atomic_load(&t->cmd);
-		if (cmd == CMD_NONE) {
-			sigmig_futex_wait(&t->cmd, CMD_NONE, -1);
-			continue;
-		}
-		atomic_store(&t->cmd, CMD_NONE);
-		t->result = run_cmd(t, cmd);
-		atomic_fetch_add(&t->acked, 1);
-		sigmig_futex_wake(&t->acked);
-		if (cmd == CMD_GO)
-			return 0;
-	}
+	sigmig_serve(t, run_cmd, CMD_GO);
+	return 0;
 }
 
 /* ---- restorer side ---- */
@@ -482,6 +469,14 @@ static int restore_dispositions(void)
 	return 0;
 }
 
+/* The held restorer's thread: PEEK, or RELEASE to go on. */
+static int run_held(struct rt_thread *t, uint32_t cmd)
+{
+	if (cmd == CMD_PEEK)
+		return run_cmd(t, cmd);
+	return cmd == CMD_RELEASE ? 0 : -EINVAL;
+}
+
 /*
  * Held: every thread stays parked with all signals blocked until THAW
  * (sigmig_restore_release) or COMMIT (exits). The restorer's thread, when
@@ -490,30 +485,12 @@ static int restore_dispositions(void)
  */
 static void wait_hold_release(void)
 {
-	struct rt_thread *self = sigmig_rt.restorer;
-	uint32_t cmd;
-
-	if (!self) {
-		while (!atomic_load(&sigmig_rt.hold_release))
-			sigmig_futex_wait(&sigmig_rt.hold_release, 0, -1);
+	if (sigmig_rt.restorer) {
+		sigmig_serve(sigmig_rt.restorer, run_held, CMD_RELEASE);
 		return;
 	}
-	for (;;) {
-		cmd = atomic_load(&self->cmd);
-		if (cmd == CMD_NONE) {
-			sigmig_futex_wait(&self->cmd, CMD_NONE, -1);
-			continue;
-		}
-		atomic_store(&self->cmd, CMD_NONE);
-		if (cmd == CMD_PEEK)
-			self->result = run_cmd(self, cmd);
-		else
-			self->result = cmd == CMD_RELEASE ? 0 : -EINVAL;
-		atomic_fetch_add(&self->acked, 1);
-		sigmig_futex_wake(&self->acked);
-		if (cmd == CMD_RELEASE)
-			return;
-	}
+	while (!atomic_load(&sigmig_rt.hold_release))
+		sigmig_futex_wait(&sigmig_rt.hold_release, 0, -1);
 }
 
 /* Control thread, lock held, state frozen and held: resume everything. */

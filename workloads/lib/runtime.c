@@ -67,6 +67,26 @@ void sigmig_futex_wake(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+void sigmig_serve(struct rt_thread *t, int (*run)(struct rt_thread *t, uint32_t cmd),
+		  uint32_t last)
+{
+	uint32_t cmd;
+
+	for (;;) {
+		cmd = atomic_load(&t->cmd);
+		if (cmd == CMD_NONE) {
+			sigmig_futex_wait(&t->cmd, CMD_NONE, -1);
+			continue;
+		}
+		atomic_store(&t->cmd, CMD_NONE);
+		t->result = run(t, cmd);
+		atomic_fetch_add(&t->acked, 1);
+		sigmig_futex_wake(&t->acked);
+		if (cmd == last)
+			return;
+	}
+}
+
 /*
  * Hand @cmd to thread @t and wait until it acknowledges it.
  * Returns the thread's result, or -ETIMEDOUT.

@@ -5,7 +5,6 @@
  * POSIX timers are collected and everything is encoded into an image.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,63 +102,21 @@ static int add_timer(struct sigmig_image *img, struct sigmig_timer *t)
 	return 0;
 }
 
-/*
- * /proc/self/timers, read whole with read(2): fopen() would take the stdio
- * list lock, which a thread parked inside fopen()/fclose() may hold.
- */
-static char *read_proc_timers(char *err, size_t errlen)
-{
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap), *n;
-	ssize_t got;
-	int fd = open("/proc/self/timers", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || !buf) {
-		snprintf(err, errlen, "open /proc/self/timers: %s",
-			 strerror(fd < 0 ? errno : ENOMEM));
-		goto fail;
-	}
-	for (;;) {
-		if (len + 1 >= cap) {
-			n = realloc(buf, cap *= 2);
-			if (!n) {
-				snprintf(err, errlen, "reading /proc/self/timers: out of memory");
-				goto fail;
-			}
-			buf = n;
-		}
-		got = read(fd, buf + len, cap - len - 1);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			snprintf(err, errlen, "read /proc/self/timers: %s", strerror(errno));
-			goto fail;
-		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return buf;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return NULL;
-}
-
 /* /proc/self/timers: "ID:", "signal: sig/ptr", "notify: kind/pid|tid.N", "ClockID:". */
 static int dump_timers(struct sigmig_image *img, char *err, size_t errlen)
 {
 	struct sigmig_timer t;
 	char notify[64] = "", *text, *line, *save = NULL;
 	unsigned long long ptr;
-	int have = 0, ret = 0, target = 0;
+	int have = 0, ret, target = 0;
+	size_t len;
 
-	text = read_proc_timers(err, errlen);
-	if (!text)
-		return -EIO;
+	/* not stdio: a thread parked inside fopen()/fclose() holds its list lock */
+	ret = sigmig_read_file("/proc/self/timers", (uint8_t **)&text, &len);
+	if (ret) {
+		snprintf(err, errlen, "reading /proc/self/timers: %s", strerror(-ret));
+		return ret;
+	}
 	memset(&t, 0, sizeof(t));
 	for (line = strtok_r(text, "\n", &save); line && !ret;
 	     line = strtok_r(NULL, "\n", &save)) {

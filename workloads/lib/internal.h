@@ -98,6 +98,11 @@ const char *sigmig_handler_name(void (*fn)(int, siginfo_t *, void *));
 void (*sigmig_handler_fn(const char *name))(int, siginfo_t *, void *);
 int sigmig_post(struct rt_thread *t, uint32_t cmd, int timeout_ms);
 /*
+ * The whole of @path, NUL-terminated, in a malloc()ed buffer, read to EOF
+ * with read(2) (no stdio; /proc files report size 0). 0 or -errno.
+ */
+int sigmig_read_file(const char *path, uint8_t **out, size_t *len);
+/*
  * On thread @t: run each command posted to it with @run (its result is
  * what sigmig_post() returns) until @last has been run. Async-signal-safe.
  */

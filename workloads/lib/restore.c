@@ -13,13 +13,11 @@
  * Any failure prints one line and exits with status 3: nothing resumed.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,37 +39,6 @@ static int fail(int code, const char *fmt, ...)
 	va_end(ap);
 	sigmig_rt.restore_result = code;
 	return code;
-}
-
-static int read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	struct stat st;
-	size_t got = 0;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return fail(-errno, "cannot open image %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) || st.st_size < 0) {
-		close(fd);
-		return fail(-EIO, "cannot stat image %s", path);
-	}
-	*buf = malloc((size_t)st.st_size + 1);
-	if (!*buf) {
-		close(fd);
-		return fail(-ENOMEM, "image %s: out of memory", path);
-	}
-	while (got < (size_t)st.st_size) {
-		n = read(fd, *buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	*len = got;
-	return 0;
 }
 
 /* Signals queued right now for this user, from the "SigQ: n/limit" line. */
@@ -145,9 +112,9 @@ int sigmig_restore_prepare(const char *path)
 	size_t len = 0;
 	int ret;
 
-	ret = read_file(path, &buf, &len);
+	ret = sigmig_read_file(path, &buf, &len);
 	if (ret)
-		return ret;
+		return fail(ret, "cannot read image %s: %s", path, strerror(-ret));
 	ret = sigmig_image_decode(buf, len, &sigmig_rt.image, err, sizeof(err));
 	free(buf);
 	if (ret)

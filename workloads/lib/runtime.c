@@ -5,11 +5,13 @@
  * their own files.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +67,52 @@ void sigmig_futex_wait(_Atomic uint32_t *word, uint32_t val, int timeout_ms)
 void sigmig_futex_wake(_Atomic uint32_t *word)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+int sigmig_read_file(const char *path, uint8_t **out, size_t *len)
+{
+	struct stat st;
+	size_t got = 0, cap = 4096;
+	uint8_t *buf, *grown;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* room for the whole file, its NUL and the read that sees EOF */
+	if (fstat(fd, &st) == 0 && st.st_size > 0)
+		cap = (size_t)st.st_size + 2;
+	buf = malloc(cap);
+	while (buf) {
+		if (got + 1 >= cap) {
+			grown = realloc(buf, cap *= 2);
+			if (!grown) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = grown;
+		}
+		n = read(fd, buf + got, cap - got - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : 0;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	if (!buf)
+		return -ENOMEM;
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	buf[got] = '\0';
+	*out = buf;
+	*len = got;
+	return 0;
 }
 
 void sigmig_serve(struct rt_thread *t, int (*run)(struct rt_thread *t, uint32_t cmd),

@@ -96,29 +96,28 @@ static json_t *thaw_target(const struct migrate_request *req, const char *id,
 			   char *problem, size_t len)
 {
 	struct http_result res;
-	json_t *doc, *workload = NULL;
-	char path[64];
+	json_t *doc = NULL, *workload = NULL;
+	char path[64], why[256];
 
 	snprintf(path, sizeof(path), "/v1/workloads/%s/thaw", id);
 	if (httpc_request("POST", &req->target, path, req->token,
 			  "application/json", NULL, 0, req->timeout_ms,
 			  MIGRATE_STALL_MS, &res)) {
-		snprintf(problem, len, "committed, but thawing %s on %s failed "
-			 "(%s: %s): it stays frozen there; POST "
-			 "/v1/workloads/%s/thaw on the target to resume it", id,
-			 req->target_text, res.failed_phase, strerror(res.error), id);
-		return NULL;
+		snprintf(why, sizeof(why), "failed (%s: %s)", res.failed_phase,
+			 strerror(res.error));
+	} else {
+		doc = res.body ? json_loads(res.body, 0, NULL) : NULL;
+		if (res.status >= 200 && res.status <= 299)
+			workload = json_incref(json_object_get(doc, "workload"));
+		snprintf(why, sizeof(why), "answered %u: %.200s", res.status,
+			 res.body ? res.body : "");
+		json_decref(doc);
+		http_result_free(&res);
 	}
-	doc = res.body ? json_loads(res.body, 0, NULL) : NULL;
-	if (res.status >= 200 && res.status <= 299)
-		workload = json_incref(json_object_get(doc, "workload"));
 	if (!workload)
-		snprintf(problem, len, "committed, but thawing %s on %s answered "
-			 "%u: %.200s: it stays frozen there; POST "
-			 "/v1/workloads/%s/thaw on the target to resume it", id,
-			 req->target_text, res.status, res.body ? res.body : "", id);
-	json_decref(doc);
-	http_result_free(&res);
+		snprintf(problem, len, "committed, but thawing %s on %s %s: it "
+			 "stays frozen there; POST /v1/workloads/%s/thaw on the "
+			 "target to resume it", id, req->target_text, why, id);
 	return workload;
 }
 
@@ -248,7 +247,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	struct ctl_reply dump;
 	struct http_result res;
 	json_t *commit = NULL, *remote, *running;
-	char problem[512] = "";
+	char problem[1024] = "";
 	const char *id;
 	double t1;
 
@@ -293,13 +292,12 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		log_error("migrate %s: %s", workload_id(w), problem);
 	}
 	*result = success_json(w, req, &dump, remote, commit, &t);
-	json_object_set_new(*result, "target_resumed",
-			    json_boolean(req->resume_target && !problem[0]));
+	json_object_set_new(*result, "target_resumed", json_boolean(running));
 	if (problem[0])
 		json_object_set_new(*result, "problem", json_pack(
 			"{s:s, s:s, s:s}", "code", "target_thaw_failed",
 			"target_state", "frozen", "detail", problem));
-	record_phases(&t, req->resume_target);
+	record_phases(&t, running != NULL);
 	metrics_migration("committed");
 	log_info("migrate %s committed to %s, downtime %.1f ms", workload_id(w),
 		 req->target_text, t.downtime * 1e3);

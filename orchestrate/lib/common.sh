@@ -1,0 +1,135 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # SIGMIG_REPO and AGENT_STATUS are for the sourcing script
+# The helpers every host-side script of sigmig shares: messages, usage,
+# bounded waits, cleanup on exit, the short runtime directory and the one
+# HTTP client of the agent API.  Source it after setting PROG:
+#
+#   PROG=migrate
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+#
+# Scripts define usage_text() (a heredoc) for usage.
+
+: "${PROG:=${0##*/}}"
+SIGMIG_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SIGMIG_QUIET=${SIGMIG_QUIET:-0}
+START=${START:-$SECONDS}
+
+say() {
+	[ "$SIGMIG_QUIET" = 1 ] && return 0
+	printf '[%s %4ds] %s\n' "$PROG" $((SECONDS - START)) "$*" >&2
+}
+
+warn() { printf '[%s %4ds] WARNING: %s\n' "$PROG" $((SECONDS - START)) "$*" >&2; }
+
+# die MESSAGE [STATUS]: the message goes to stderr even under --quiet.
+die() {
+	printf '[%s %4ds] ERROR: %s\n' "$PROG" $((SECONDS - START)) "$1" >&2
+	exit "${2:-1}"
+}
+
+# usage [STATUS]: print the script's usage_text to stderr (stdout for 0).
+usage() {
+	local rc=${1:-2}
+	if [ "$rc" = 0 ]; then usage_text; else usage_text >&2; fi
+	exit "$rc"
+}
+
+need_cmds() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || die "$c is required (make deps installs it)"
+	done
+}
+
+# wait_until SECONDS DESCRIPTION CMD...: poll CMD every 0.2 s until it
+# succeeds; non-zero (and a message naming DESCRIPTION) after SECONDS.
+wait_until() {
+	local limit=$1 what=$2 deadline
+	shift 2
+	deadline=$((SECONDS + limit))
+	until "$@"; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			warn "$what: not after ${limit}s"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# on_exit CMD: run CMD (a string, evaluated in the script's context) when the
+# script exits, in reverse order of registration, whatever the exit path.
+SIGMIG_EXIT_HOOKS=()
+sigmig_run_exit_hooks() {
+	local i rc=$?
+	trap - EXIT
+	for ((i = ${#SIGMIG_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+		eval "${SIGMIG_EXIT_HOOKS[i]}" || true
+	done
+	exit "$rc"
+}
+on_exit() {
+	SIGMIG_EXIT_HOOKS+=("$1")
+	trap sigmig_run_exit_hooks EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# runtime_dir NAME: a private directory for UNIX sockets and pid files whose
+# path length does not depend on where the checkout lives (sun_path holds 108
+# bytes).  Under $XDG_RUNTIME_DIR or /tmp; removed on exit.
+runtime_dir() {
+	local base=${XDG_RUNTIME_DIR:-/tmp} dir
+	[ "${#base}" -le 40 ] || base=/tmp
+	dir=$(mktemp -d "$base/sigmig-$1.XXXXXX") || die "cannot create a runtime directory under $base"
+	on_exit "rm -rf '$dir'"
+	printf '%s\n' "$dir"
+}
+
+# ---------------------------------------------------------------- agent API
+# The one HTTP client of the agent API in shell.  The token never appears on
+# a command line (ps, /proc/*/cmdline): it is passed to curl in a header file.
+#
+# agent_token_file TOKEN: write "Authorization: Bearer TOKEN" to a private
+# file and print its path (empty token: prints nothing).
+agent_token_file() {
+	local tok=$1 f
+	[ -n "$tok" ] || return 0
+	f=$(mktemp "${TMPDIR:-/tmp}/sigmig-auth.XXXXXX")
+	chmod 600 "$f"
+	printf 'Authorization: Bearer %s\n' "$tok" >"$f"
+	on_exit "rm -f '$f'"
+	printf '%s\n' "$f"
+}
+
+# agent_api METHOD URL AUTHFILE [JSON|@FILE]: the reply body on stdout; the
+# status in $AGENT_STATUS (set in the caller only when not in a subshell,
+# so it is also written to $AGENT_STATUS_FILE when that is set).  Non-zero,
+# with the problem's code and detail on stderr, when the status is not 2xx.
+agent_api() {
+	local method=$1 url=$2 auth=$3 data=${4:-} body status
+	local args=(-sS -m "${AGENT_API_TIMEOUT:-60}" -X "$method" -w '\n%{http_code}')
+	[ -z "$auth" ] || args+=(-H "@$auth")
+	if [ -n "$data" ]; then
+		if [ "${data:0:1}" = @ ]; then
+			args+=(-H 'Content-Type: application/octet-stream' --data-binary "$data")
+		else
+			args+=(-H 'Content-Type: application/json' --data-binary "$data")
+		fi
+	fi
+	body=$(curl "${args[@]}" "$url") || { echo "curl failed: $method $url" >&2; return 1; }
+	status=${body##*$'\n'}
+	body=${body%$'\n'*}
+	AGENT_STATUS=$status
+	[ -z "${AGENT_STATUS_FILE:-}" ] || printf '%s\n' "$status" >"$AGENT_STATUS_FILE"
+	printf '%s' "$body"
+	if [ "${status:0:1}" != 2 ]; then
+		printf '%s %s -> HTTP %s: %s\n' "$method" "$url" "$status" \
+			"$(jq -r '"\(.code): \(.detail // .title)"' <<<"$body" 2>/dev/null || printf '%s' "$body")" >&2
+		return 1
+	fi
+}
+
+# agent_healthy URL: the agent answers GET /v1/health within 3 s.
+agent_healthy() {
+	curl -fsS -m 3 -o /dev/null "$1/v1/health" 2>/dev/null
+}

@@ -8,10 +8,12 @@ AGENT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 WL=$HERE/../workloads/build
 bindir=$(mktemp -d /tmp/agent-bin.XXXXXX)
 trap 'rm -rf "$bindir"' EXIT
+# Built before they are linked: a clean clone has none of them yet.
+make -s -C "$HERE/../workloads" all >/dev/null
 for p in sigstorm sigsend sigmig-ctl; do
-	[ -x "$WL/$p" ] && ln -s "$WL/$p" "$bindir/$p"
+	[ -x "$WL/$p" ] || { echo "host-api: $WL/$p was not built" >&2; exit 1; }
+	ln -s "$WL/$p" "$bindir/$p"
 done
-make -s -C "$HERE/../workloads" programs >/dev/null
 test=${2:-guest/10-api.sh}
 AGENT_BIN=$AGENT BIN_DIR=$bindir LOADGEN=$HERE/build/loadgen \
 	PORT=${PORT:-$((20000 + $$ % 20000))} "$HERE/$test"

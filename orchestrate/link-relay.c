@@ -373,17 +373,25 @@ static int pump(struct relay *r, enum dir d)
 	return 0;
 }
 
+/* -1 with errno set: ENAMETOOLONG when the path does not fit sun_path. */
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	int fd, saved;
 
-	if (fd < 0 || strlen(path) >= sizeof(sa.sun_path))
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0)
 		return -1;
 	strcpy(sa.sun_path, path);
 	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1)) {
+		saved = errno;
 		close(fd);
+		errno = saved;
 		return -1;
 	}
 	return fd;
@@ -454,7 +462,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < 2; i++) {
 		lfd[i] = listen_unix(argv[1 + i]);
 		if (lfd[i] < 0) {
-			perror("link-relay: listen");
+			fprintf(stderr, "link-relay: listen on %s: %s\n",
+				argv[1 + i], strerror(errno));
 			return 1;
 		}
 	}

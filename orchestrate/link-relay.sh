@@ -4,25 +4,29 @@
 # link-relay (orchestrate/link-relay.c), which forwards the frames and applies
 # the fault written in the control file, so tests can cut, delay or corrupt
 # the link while the guests run.
-#
-# Usage:
-#   link-relay.sh run --dir DIR --port-a PORT --port-b PORT
-#        foreground; Ctrl-C/TERM stops socat and the relay (nothing left behind)
-#   link-relay.sh set DIR pass|cut|delay MS|cut-after ab|ba BYTES|
-#                         corrupt-after ab|ba BYTES|drop-reply-after ab|ba BYTES
-#   link-relay.sh stats DIR            one line of key=value counters
-#   link-relay.sh wait DIR KEY VALUE [TIMEOUT]   until stats has KEY=VALUE
-#   link-relay.sh build                compile the relay (cached), print its path
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SRC="$REPO/orchestrate/link-relay.c"
-BIN="$REPO/build/relay/link-relay"
+PROG=link-relay
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+SRC="$SIGMIG_REPO/orchestrate/link-relay.c"
+BIN="$SIGMIG_REPO/build/relay/link-relay"
 pids=()
 
-say() { echo "[link-relay] $*" >&2; }
-die() { say "ERROR: $*"; exit 2; }
-usage() { sed -n '8,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage_text() {
+	cat <<'EOF'
+Usage:
+  link-relay.sh run --dir DIR --port-a PORT --port-b PORT
+       foreground; Ctrl-C/TERM stops socat and the relay (nothing left behind)
+  link-relay.sh set DIR pass|cut|delay MS|cut-after ab|ba BYTES|
+                        corrupt-after ab|ba BYTES|drop-reply-after ab|ba BYTES
+  link-relay.sh stats DIR            one line of key=value counters
+  link-relay.sh wait DIR KEY VALUE [TIMEOUT]   until stats has KEY=VALUE
+  link-relay.sh build                compile the relay (cached), print its path
+DIR holds the control and stats files; the relay's UNIX sockets live in a
+private runtime directory of bounded length, whatever DIR's depth.
+EOF
+}
 
 build_relay() {
 	if [ ! -x "$BIN" ] || [ "$SRC" -nt "$BIN" ]; then
@@ -33,8 +37,18 @@ build_relay() {
 	echo "$BIN"
 }
 
-port_listening() {
-	ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN
+ports_listening() {
+	local p
+	for p in "$@"; do
+		ss -Hltn "sport = :$p" 2>/dev/null | grep -q LISTEN || return 1
+	done
+}
+
+# relay_listening DIR: both sockets exist; dies if the relay exited.
+relay_listening() {
+	[ -S "$1/a.sock" ] && [ -S "$1/b.sock" ] && return 0
+	kill -0 "${pids[0]}" 2>/dev/null || die "the relay exited before listening"
+	return 1
 }
 
 stop_children() {
@@ -49,7 +63,7 @@ stop_children() {
 }
 
 cmd_run() {
-	local dir="" port_a="" port_b="" bin p deadline
+	local dir="" port_a="" port_b="" bin sockets
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--dir) dir=${2:?}; shift 2 ;;
@@ -58,31 +72,27 @@ cmd_run() {
 		*) usage ;;
 		esac
 	done
-	[ -n "$dir" ] && [ -n "$port_a" ] && [ -n "$port_b" ] || usage
-	command -v socat >/dev/null || die "socat is required (apt-get install socat)"
+	if [ -z "$dir" ] || [ -z "$port_a" ] || [ -z "$port_b" ]; then
+		usage
+	fi
+	need_cmds socat ss
 	bin=$(build_relay)
 	mkdir -p "$dir"
 	echo pass >"$dir/control"
-	trap 'stop_children' EXIT
-	trap 'stop_children; exit 143' INT TERM
-	"$bin" "$dir/a.sock" "$dir/b.sock" "$dir/control" "$dir/stats" &
+	on_exit stop_children
+	runtime_dir sockets relay
+	"$bin" "$sockets/a.sock" "$sockets/b.sock" "$dir/control" "$dir/stats" &
 	pids+=($!)
-	deadline=$((SECONDS + 10))
-	until [ -S "$dir/a.sock" ] && [ -S "$dir/b.sock" ]; do
-		[ "$SECONDS" -lt "$deadline" ] || die "relay sockets did not appear in $dir"
-		sleep 0.1
-	done
-	for p in "a $port_a" "b $port_b"; do
-		set -- $p
-		socat -b 65536 TCP-LISTEN:"$2",bind=127.0.0.1,reuseaddr,nodelay \
-			UNIX-CONNECT:"$dir/$1.sock" &
-		pids+=($!)
-	done
-	deadline=$((SECONDS + 10))
-	until port_listening "$port_a" && port_listening "$port_b"; do
-		[ "$SECONDS" -lt "$deadline" ] || die "socat not listening on $port_a/$port_b"
-		sleep 0.1
-	done
+	wait_until 10 "relay sockets in $sockets" relay_listening "$sockets" ||
+		die "the relay did not start (its message above says why)"
+	socat -b 65536 TCP-LISTEN:"$port_a",bind=127.0.0.1,reuseaddr,nodelay \
+		UNIX-CONNECT:"$sockets/a.sock" &
+	pids+=($!)
+	socat -b 65536 TCP-LISTEN:"$port_b",bind=127.0.0.1,reuseaddr,nodelay \
+		UNIX-CONNECT:"$sockets/b.sock" &
+	pids+=($!)
+	wait_until 10 "socat listening on $port_a/$port_b" \
+		ports_listening "$port_a" "$port_b" || die "socat did not start"
 	say "listening on 127.0.0.1:$port_a (guest a) and 127.0.0.1:$port_b (guest b)"
 	touch "$dir/ready"
 	# The link lives as long as all three processes do.
@@ -98,7 +108,9 @@ cmd_set() {
 	pass|cut) [ $# = 1 ] || usage ;;
 	delay) [ $# = 2 ] || usage ;;
 	cut-after|corrupt-after|drop-reply-after)
-		[ $# = 3 ] && [[ $2 =~ ^(ab|ba)$ ]] && [[ $3 =~ ^[0-9]+$ ]] || usage ;;
+		[ $# = 3 ] || usage
+		[[ $2 =~ ^(ab|ba)$ ]] || usage
+		[[ $3 =~ ^[0-9]+$ ]] || usage ;;
 	*) usage ;;
 	esac
 	# New mtime even within the same second: write a fresh file.
@@ -112,12 +124,10 @@ cmd_stats() {
 }
 
 cmd_wait() {
-	local dir=${1:?} key=${2:?} value=${3:?} timeout_s=${4:-60} deadline
-	deadline=$((SECONDS + timeout_s))
-	until grep -qE "(^| )$key=$value( |$)" "$dir/stats" 2>/dev/null; do
-		[ "$SECONDS" -lt "$deadline" ] || { say "timeout waiting for $key=$value: $(cat "$dir/stats")"; return 1; }
-		sleep 0.1
-	done
+	local dir=${1:?} key=${2:?} value=${3:?} timeout_s=${4:-60}
+	wait_until "$timeout_s" "$key=$value in $dir/stats" \
+		grep -qE "(^| )$key=$value( |\$)" "$dir/stats" ||
+		{ say "stats: $(cat "$dir/stats" 2>/dev/null)"; return 1; }
 }
 
 main() {

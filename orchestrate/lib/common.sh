@@ -27,11 +27,15 @@ die() {
 	exit "${2:-1}"
 }
 
-# usage [STATUS]: print the script's usage_text to stderr (stdout for 0).
+# usage: the script's usage_text on stderr, exit 2; show_help: on stdout, exit 0.
 usage() {
-	local rc=${1:-2}
-	if [ "$rc" = 0 ]; then usage_text; else usage_text >&2; fi
-	exit "$rc"
+	usage_text >&2
+	exit 2
+}
+
+show_help() {
+	usage_text
+	exit 0
 }
 
 need_cmds() {
@@ -74,31 +78,33 @@ on_exit() {
 	trap 'exit 143' TERM
 }
 
-# runtime_dir NAME: a private directory for UNIX sockets and pid files whose
-# path length does not depend on where the checkout lives (sun_path holds 108
-# bytes).  Under $XDG_RUNTIME_DIR or /tmp; removed on exit.
+# runtime_dir VAR NAME: set VAR to a new private directory for UNIX sockets
+# and pid files, whose path length does not depend on where the checkout
+# lives (sun_path holds 108 bytes): under $XDG_RUNTIME_DIR or /tmp, removed
+# on exit.  Not for a command substitution: its exit hook would run at once.
 runtime_dir() {
 	local base=${XDG_RUNTIME_DIR:-/tmp} dir
 	[ "${#base}" -le 40 ] || base=/tmp
-	dir=$(mktemp -d "$base/sigmig-$1.XXXXXX") || die "cannot create a runtime directory under $base"
+	dir=$(mktemp -d "$base/sigmig-$2.XXXXXX") || die "cannot create a runtime directory under $base"
 	on_exit "rm -rf '$dir'"
-	printf '%s\n' "$dir"
+	printf -v "$1" '%s' "$dir"
 }
 
 # ---------------------------------------------------------------- agent API
 # The one HTTP client of the agent API in shell.  The token never appears on
 # a command line (ps, /proc/*/cmdline): it is passed to curl in a header file.
 #
-# agent_token_file TOKEN: write "Authorization: Bearer TOKEN" to a private
-# file and print its path (empty token: prints nothing).
+# agent_token_file VAR TOKEN: set VAR to a private file holding the header
+# "Authorization: Bearer TOKEN", removed on exit (empty TOKEN: VAR empty).
 agent_token_file() {
-	local tok=$1 f
-	[ -n "$tok" ] || return 0
-	f=$(mktemp "${TMPDIR:-/tmp}/sigmig-auth.XXXXXX")
-	chmod 600 "$f"
-	printf 'Authorization: Bearer %s\n' "$tok" >"$f"
-	on_exit "rm -f '$f'"
-	printf '%s\n' "$f"
+	local f=""
+	if [ -n "$2" ]; then
+		f=$(mktemp "${TMPDIR:-/tmp}/sigmig-auth.XXXXXX")
+		chmod 600 "$f"
+		printf 'Authorization: Bearer %s\n' "$2" >"$f"
+		on_exit "rm -f '$f'"
+	fi
+	printf -v "$1" '%s' "$f"
 }
 
 # agent_api METHOD URL AUTHFILE [JSON|@FILE]: the reply body on stdout; the

@@ -1,11 +1,16 @@
 # sigmig top-level entry points.  Logs go to build/logs/.
+#   make              install the Debian packages, build both guest kernels
+#                     (patched and stock), the initramfs and every host
+#                     program; runs no test
 #   make deps         install the Debian packages (skipped when all present)
 #   make kernel       patched linux-source-6.1 bzImage (cached, incremental)
 #   make initramfs    busybox + every component's install-guest output
-#   make check        host-side checks (TAP)
+#   make check        host-side checks (TAP): every component's make check,
+#                     the patch series, shellcheck
 #   make test         everything, ends with "N passed, N failed"
 #   make bench        boot a guest running /sigmig/bench/*
 #   make migrate-demo, make test-debug
+# SIGMIG_CACHE (default /var/cache/sigmig) holds the kernel trees and builds.
 
 SHELL := /bin/bash
 ORCH := orchestrate
@@ -14,11 +19,16 @@ FLAVOR ?= default
 DEB_PACKAGES := linux-source-6.1 qemu-system-x86 busybox-static \
 	libmicrohttpd-dev libjansson-dev gcc-multilib socat flex bison \
 	libelf-dev libssl-dev bc cpio xz-utils curl jq clang \
-	libclang-rt-14-dev python3 make gcc git perl util-linux binutils
+	libclang-rt-14-dev python3 python3-jsonschema python3-yaml shellcheck \
+	make gcc git perl util-linux binutils iproute2
 
-.PHONY: all deps kernel initramfs check test bench migrate-demo test-debug clean
+COMPONENTS := workloads agent kernel kernel/stress
 
-all: test
+.PHONY: all deps kernel kernel-stock initramfs programs check test bench \
+	migrate-demo test-debug clean
+
+all: deps
+	$(MAKE) --no-print-directory kernel kernel-stock programs initramfs
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -32,6 +42,12 @@ deps:
 kernel:
 	@mkdir -p build/logs
 	$(ORCH)/build-kernel.sh --flavor $(FLAVOR) 2>&1 | tee build/logs/kernel-$(FLAVOR).log; exit $${PIPESTATUS[0]}
+
+kernel-stock:
+	@$(MAKE) --no-print-directory kernel FLAVOR=stock
+
+programs:
+	@for c in $(COMPONENTS); do $(MAKE) --no-print-directory -C $$c all || exit; done
 
 initramfs:
 	@mkdir -p build/logs
@@ -52,4 +68,5 @@ migrate-demo test-debug:
 	else echo "make $@: not implemented yet"; exit 1; fi
 
 clean:
+	@for c in $(COMPONENTS); do $(MAKE) --no-print-directory -C $$c clean || exit; done
 	rm -rf build

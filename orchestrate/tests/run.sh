@@ -155,10 +155,37 @@ test_relay_deep_path() {
 	tap $? "link-relay leaves neither the relay nor a listener behind"
 }
 
+# Every shell script of the project, by extension or by its #! line.
+shell_scripts() {
+	local repo=$1 f
+	git -C "$repo" ls-files | while IFS= read -r f; do
+		case "$f" in
+		*.sh|*.sh.in) echo "$f" ;;
+		*) head -n1 "$repo/$f" 2>/dev/null | grep -qE '^#!(/usr/bin/env )?(/bin/)?(ba)?sh\b' && echo "$f" ;;
+		esac
+	done
+}
+
+test_shellcheck() {
+	local repo f
+	repo=$(dirname "$ORCH")
+	if ! command -v shellcheck >/dev/null; then
+		tap 1 "shellcheck (make deps installs it) is needed to check the scripts"
+		return
+	fi
+	for f in $(shell_scripts "$repo"); do
+		(cd "$repo" && shellcheck -x -P SCRIPTDIR "$f") >"$SCRATCH/out" 2>&1
+		local rc=$?
+		[ "$rc" = 0 ] || sed 's/^/# /' "$SCRATCH/out" | head -40
+		tap "$rc" "shellcheck $f"
+	done
+}
+
 echo "TAP version 13"
 test_shell_syntax
 test_check_kconfig
 test_relay_deep_path
+test_shellcheck
 if command -v busybox >/dev/null; then
 	test_run_tests
 else

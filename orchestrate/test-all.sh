@@ -6,13 +6,12 @@
 # "N passed, N failed", preceded by the time each phase took.
 # Every step's output is also kept in build/logs/.  A step that fails without
 # a "not ok" line of its own is counted as one synthetic failure.
-#
-# Usage: test-all.sh [--kernel-flavor default|debug]
-# Environment: SIGMIG_TEST_TIMEOUT (per guest test program, default 300 s),
-# SIGMIG_SUITE_TIMEOUT (per suites.d script, default 1800 s).
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=test-all
+# shellcheck source=orchestrate/lib/common.sh
+. "$REPO/orchestrate/lib/common.sh"
 LOGS="$REPO/build/logs"
 flavor=default
 TAP_LOGS=()
@@ -24,12 +23,23 @@ SUITE_TIMEOUT=${SIGMIG_SUITE_TIMEOUT:-1800}
 infra_failures=0
 START=$SECONDS
 
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--kernel-flavor|--flavor) flavor=${2:?}; shift 2 ;;
-	*) sed -n '10,12p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2 ;;
-	esac
-done
+usage_text() {
+	cat <<'EOF'
+Usage: test-all.sh [--kernel-flavor default|debug]
+Environment: SIGMIG_TEST_TIMEOUT (per guest test program, default 300 s),
+SIGMIG_SUITE_TIMEOUT (per suites.d script, default 1800 s).
+EOF
+}
+
+parse_args() {
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--kernel-flavor|--flavor) flavor=${2:?}; shift 2 ;;
+		-h|--help) show_help ;;
+		*) usage ;;
+		esac
+	done
+}
 
 banner() { printf '\n=== [%4ds] %s\n' $((SECONDS - START)) "$*" >&2; }
 
@@ -73,13 +83,19 @@ kernel_path() {
 
 build_kernel() {
 	banner "kernel ($flavor; cached unless an input changed)"
-	SUITE_KERNEL=$(kernel_path "$flavor") && [ -f "$SUITE_KERNEL" ] ||
-		{ infra_fail "kernel build ($flavor), see build/logs/kernel-$flavor.log"; return 1; }
+	SUITE_KERNEL=$(kernel_path "$flavor") || SUITE_KERNEL=""
+	if [ ! -f "$SUITE_KERNEL" ]; then
+		infra_fail "kernel build ($flavor), see build/logs/kernel-$flavor.log"
+		return 1
+	fi
 	[ "$flavor" = default ] || return 0
 	# The fault suite's B without the interface; without it that case fails.
 	banner "kernel (stock 6.1 without the series, for the fault suite; cached)"
-	SUITE_KERNEL_STOCK=$(kernel_path stock) && [ -f "$SUITE_KERNEL_STOCK" ] ||
-		{ SUITE_KERNEL_STOCK=""; echo "# stock kernel build failed, see build/logs/kernel-stock.log" >&2; }
+	SUITE_KERNEL_STOCK=$(kernel_path stock) || SUITE_KERNEL_STOCK=""
+	if [ ! -f "$SUITE_KERNEL_STOCK" ]; then
+		SUITE_KERNEL_STOCK=""
+		echo "# stock kernel build failed, see build/logs/kernel-stock.log" >&2
+	fi
 	return 0
 }
 
@@ -189,7 +205,8 @@ guest_tests() {
 extra_suites() {
 	local suite name rc i names=() pids=()
 	export SIGMIG_SUITE_KERNEL=$SUITE_KERNEL SIGMIG_SUITE_KERNEL_STOCK=${SUITE_KERNEL_STOCK:-}
-	export SIGMIG_SUITE_INITRD="$REPO/build/initramfs/initramfs-$(guest_name).cpio.gz"
+	SIGMIG_SUITE_INITRD="$REPO/build/initramfs/initramfs-$(guest_name).cpio.gz"
+	export SIGMIG_SUITE_INITRD
 	for suite in "$REPO"/orchestrate/suites.d/*.sh; do
 		[ -f "$suite" ] || continue
 		name=$(basename "$suite" .sh)
@@ -232,13 +249,18 @@ summary() {
 		echo "failures:"
 		cat "${TAP_LOGS[@]}" 2>/dev/null | tr -d '\r' | grep -E '^not ok\b' | sed 's/^/  /'
 	fi
-	[ "$skipped" = 0 ] || echo "($skipped of the passed tests were skipped)"
-	echo "phase times: $(IFS=,; echo "${PHASE_TIMES[*]}" | sed 's/,/, /g'); total $((SECONDS - START))s"
+	# A skipped test did not pass: it is counted apart, not in "passed".
+	passed=$((passed - skipped))
+	[ "$skipped" = 0 ] || echo "$skipped skipped (not counted as passed)"
+	local times
+	times=$(IFS=,; echo "${PHASE_TIMES[*]}")
+	echo "phase times: ${times//,/, }; total $((SECONDS - START))s"
 	echo "$passed passed, $failed failed"
 	[ "$failed" = 0 ] && [ "$infra_failures" = 0 ] && [ "$passed" != 0 ]
 }
 
 main() {
+	parse_args "$@"
 	mkdir -p "$LOGS"
 	# build/logs is shared: two concurrent runs would count each other's logs.
 	exec 7>"$LOGS/.make-test.lock"
@@ -258,4 +280,4 @@ main() {
 	summary
 }
 
-main
+main "$@"

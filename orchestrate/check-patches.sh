@@ -5,10 +5,20 @@
 # Patches are applied to a throw-away index, so the shared tree is untouched.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PATCH_DIR="$REPO/kernel/patches"
-SERIES="$PATCH_DIR/series"
+PROG=check-patches
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=orchestrate/lib/kernel-tree.sh
+. "$SIGMIG_REPO/orchestrate/lib/kernel-tree.sh"
 n=0 failed=0
+
+usage_text() {
+	cat <<'EOF'
+Usage: check-patches.sh
+  TAP on stdout: checkpatch --strict and git apply (in series order, no
+  fuzz) of every patch in kernel/patches/series.
+EOF
+}
 
 tap() {
 	local status=$1; shift
@@ -21,38 +31,43 @@ tap() {
 	fi
 }
 
-series_patches() {
-	sed -e 's/#.*//' -e 's/[[:space:]].*//' "$SERIES" | grep -v '^$' || true
+# tap_output STATUS DESCRIPTION OUTPUT: the output as TAP comments on failure.
+tap_output() {
+	[ "$1" = 0 ] || printf '%s\n' "$3" | sed 's/^/# /'
+	tap "$1" "$2"
 }
 
 main() {
 	local tree p out status
+	case "${1:-}" in
+	"") ;;
+	-h|--help) show_help ;;
+	*) usage ;;
+	esac
 	echo "TAP version 13"
 	if [ ! -f "$SERIES" ] || [ -z "$(series_patches)" ]; then
 		echo "1..0 # SKIP kernel/patches/series is missing or empty"
 		return 0
 	fi
-	tree=$("$REPO/orchestrate/build-kernel.sh" --print-tree)
+	tree=$("$SIGMIG_REPO/orchestrate/build-kernel.sh" --print-tree)
 	INDEX=$(mktemp)
-	trap 'rm -f "$INDEX"' EXIT
+	on_exit "rm -f ${INDEX@Q}"
 	GIT_INDEX_FILE="$INDEX" git -C "$tree" read-tree sigmig-pristine
 	for p in $(series_patches); do
 		if [ ! -f "$PATCH_DIR/$p" ]; then
 			tap 1 "series entry $p exists"
 			continue
 		fi
-		if ! grep -qE '^(diff --git |--- [^ ])' "$PATCH_DIR/$p"; then
+		if ! patch_has_diff "$PATCH_DIR/$p"; then
 			echo "# $p has no diff (cover letter): not checked"
 			continue
 		fi
 		status=0
 		out=$(cd "$tree" && ./scripts/checkpatch.pl --strict "$PATCH_DIR/$p" 2>&1) || status=$?
-		[ "$status" = 0 ] || sed 's/^/# /' <<<"$out"
-		tap "$status" "checkpatch --strict $p"
+		tap_output "$status" "checkpatch --strict $p" "$out"
 		status=0
 		out=$(GIT_INDEX_FILE="$INDEX" git -C "$tree" apply --cached "$PATCH_DIR/$p" 2>&1) || status=$?
-		[ "$status" = 0 ] || sed 's/^/# /' <<<"$out"
-		tap "$status" "git apply (no fuzz, in series order) $p"
+		tap_output "$status" "git apply (no fuzz, in series order) $p" "$out"
 	done
 	echo "1..$n"
 	[ "$failed" = 0 ]

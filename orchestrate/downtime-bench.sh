@@ -3,22 +3,28 @@
 # pending signals, next to the time the same number of bytes takes to cross
 # the same guest link alone (linkbench, TCP, A -> B, started through the
 # agents).  Writes a Markdown table to docs/downtime-bench.md (or --output).
-#
-# Usage: downtime-bench.sh [--counts "1000 10000 100000"] [--runs N] [--output FILE]
-#   Inside two-guests.sh (reuses its guests): downtime-bench.sh --inside ...
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=downtime-bench
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 LOGS="$REPO/build/logs"
 OUT="$REPO/build/downtime-bench"
 counts="1000 10000 100000"
 runs=1
 output="$REPO/docs/downtime-bench.md"
 inside=0
-START=$SECONDS
+AUTH=""	# the agents' bearer token in a header file (agent_token_file)
 
-say() { printf '[downtime-bench %4ds] %s\n' $((SECONDS - START)) "$*" >&2; }
-die() { say "ERROR: $*"; exit 1; }
+usage_text() {
+	cat <<'EOF'
+Usage: downtime-bench.sh [--counts "1000 10000 100000"] [--runs N] [--output FILE]
+  Boots two guests (two-guests.sh) and re-enters itself inside them with
+  --inside, which measures with the guests of the calling two-guests.sh.
+Environment: SIGMIG_BENCH_KERNEL, SIGMIG_BENCH_INITRD (prebuilt images).
+EOF
+}
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -27,7 +33,8 @@ parse_args() {
 		--runs) runs=${2:?}; shift 2 ;;
 		--output) output=${2:?}; shift 2 ;;
 		--inside) inside=1; shift ;;
-		*) sed -n '7,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+		-h|--help) show_help ;;
+		*) usage ;;
 		esac
 	done
 }
@@ -51,9 +58,7 @@ build_images() {
 }
 
 api() {	# METHOD URL PATH [JSON]
-	local args=(-fsS -m 600 -X "$1" -H "Authorization: Bearer $SIGMIG_TOKEN")
-	[ -z "${4:-}" ] || args+=(-H 'Content-Type: application/json' --data-binary "$4")
-	curl "${args[@]}" "$2$3"
+	AGENT_API_TIMEOUT=600 agent_api "$1" "$2$3" "$AUTH" "${4:-}"
 }
 
 start_program() {	# URL PROGRAM ARGS-JSON -> id
@@ -61,20 +66,24 @@ start_program() {	# URL PROGRAM ARGS-JSON -> id
 		jq -r .id
 }
 
+# An error reply (404 once the agent forgot it) counts as gone.
+workload_gone() {	# URL ID
+	local body
+	body=$(api GET "$1" "/v1/workloads/$2" 2>/dev/null) || return 0
+	case "$(jq -r '.state // "?"' <<<"$body")" in
+	exited|failed|stopped) return 0 ;;
+	esac
+	return 1
+}
+
 wait_gone() {	# URL ID
-	local deadline=$((SECONDS + 300)) st
-	while :; do
-		st=$(api GET "$1" "/v1/workloads/$2" 2>/dev/null | jq -r '.state // "?"' || echo gone)
-		case "$st" in exited|gone|failed|stopped) return 0 ;; esac
-		[ "$SECONDS" -lt "$deadline" ] || return 1
-		sleep 0.3
-	done
+	wait_until 300 "workload $2 at $1 to end" workload_gone "$1" "$2"
 }
 
 # Prints the best of three linkbench times (ms) for BYTES from A to B.
 link_time() {
-	local best="" t i
-	for i in 1 2 3; do
+	local best="" t
+	for _ in 1 2 3; do
 		t=$(link_time_once "$1") || continue
 		[ -n "$best" ] && awk -v a="$t" -v b="$best" 'BEGIN { exit !(a >= b) }' || best=$t
 	done
@@ -88,7 +97,7 @@ link_time_once() {
 	send=$(start_program "$SIGMIG_A_URL" linkbench "[\"send\",\"10.99.0.2\",\"$port\",\"$bytes\"]")
 	wait_gone "$SIGMIG_A_URL" "$send" || die "linkbench send did not finish"
 	wait_gone "$SIGMIG_B_URL" "$recv" || true
-	api GET "$SIGMIG_A_URL" "/v1/workloads/$send/log" | grep '"role":"send"' | jq -r '.ns / 1e6' 
+	api GET "$SIGMIG_A_URL" "/v1/workloads/$send/log" | grep '"role":"send"' | jq -r '.ns / 1e6'
 }
 
 ms() { awk -v v="$1" 'BEGIN { printf "%.1f", v }'; }
@@ -120,8 +129,8 @@ measure() {
 }
 
 write_doc() {
-	local kernel_line
-	kernel_line=$(jq -r '.from.kernel // "?"' "$(ls "$OUT"/n*/result.json | head -1)" 2>/dev/null || echo "?")
+	local kernel_line results=("$OUT"/n*/result.json)
+	kernel_line=$(jq -r '.from.kernel // "?"' "${results[0]}" 2>/dev/null || echo "?")
 	{
 		echo "# Migration downtime vs. the bare link"
 		echo
@@ -142,8 +151,8 @@ write_doc() {
 		done <"$OUT/rows.txt"
 		echo
 		echo "\* the ledger could not be completed for this run (the copy on B stopped answering its control"
-		echo "socket while consuming the moved signals, so unconsumed signals count as lost): see"
-		echo "integration finding 4. The migration itself had completed and B had verified every queue."
+		echo "socket while consuming the moved signals, so unconsumed signals count as lost)."
+		echo "The migration itself had completed and B had verified every queue."
 		echo
 		echo "Reading the table: A's agent ends *transfer* when the last byte of the image has been"
 		echo "handed to its TCP stack, so bytes still in flight are counted in *restore* (which ends when"
@@ -163,6 +172,8 @@ main() {
 	parse_args "$@"
 	mkdir -p "$OUT" "$LOGS"
 	if [ "$inside" = 1 ]; then
+		need_cmds curl jq
+		agent_token_file AUTH "${SIGMIG_TOKEN:?--inside runs under two-guests.sh}"
 		measure
 		write_doc
 		return

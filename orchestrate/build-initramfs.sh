@@ -4,17 +4,12 @@
 # output, plus the shared libraries and loader of dynamically linked
 # binaries.  The archive is written from a gen_init_cpio file list, so every
 # file is owned by 0:0 and /dev/console exists without mknod.
-#
-# Usage: build-initramfs.sh [--output FILE] [--components "kernel kernel/stress workloads agent"]
-#                           [--overlay DIR]   (copied over the root last; ad-hoc tests)
-#                           [--keep-going]    (a component whose install-guest fails is
-#                              left out and reported as "not ok" in <output>.failures)
-#   stdout: the path of the gzip-compressed cpio archive.  Progress on stderr.
-#   The components' Makefiles see SIGMIG_KERNEL_TREE (patched source tree,
-#   for selftests and uapi headers) in their environment.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=build-initramfs
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 WORK="$REPO/build/initramfs"
 ROOT=""	# a private staging directory: several builds may run at once
 output="$WORK/initramfs.cpio.gz"
@@ -24,10 +19,18 @@ components="kernel kernel/stress workloads agent"
 grep -qs 'stress' "$REPO/kernel/Makefile" && components="kernel workloads agent"
 overlays=()
 keep_going=0
-START=$SECONDS
 
-log() { printf '[build-initramfs %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+usage_text() {
+	cat <<'EOF'
+Usage: build-initramfs.sh [--output FILE] [--components "kernel kernel/stress workloads agent"]
+                          [--overlay DIR]   (copied over the root last; ad-hoc tests)
+                          [--keep-going]    (a component whose install-guest fails is
+                             left out and reported as "not ok" in <output>.failures)
+  stdout: the path of the gzip-compressed cpio archive.  Progress on stderr.
+  The components' Makefiles see SIGMIG_KERNEL_TREE (patched source tree,
+  for selftests and uapi headers) in their environment.
+EOF
+}
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -36,7 +39,8 @@ parse_args() {
 		--components) components=${2?}; shift 2 ;;
 		--overlay) overlays+=("${2:?}"); shift 2 ;;
 		--keep-going) keep_going=1; shift ;;
-		*) sed -n '8,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+		-h|--help) show_help ;;
+		*) usage ;;
 		esac
 	done
 }
@@ -96,20 +100,20 @@ install_components() {
 	for c in $components; do
 		dir="$REPO/$c"
 		if [ ! -f "$dir/Makefile" ]; then
-			log "  $c: no Makefile yet, skipped"
+			say "  $c: no Makefile yet, skipped"
 			continue
 		fi
 		if ! has_install_guest "$dir"; then
-			log "  WARNING: $c/Makefile has no install-guest target, skipped"
+			warn "$c/Makefile has no install-guest target, skipped"
 			continue
 		fi
-		log "  make -C $c install-guest"
+		say "  make -C $c install-guest"
 		make -j"$(nproc)" -C "$dir" install-guest DESTDIR="$ROOT" >&2 && continue
 		[ "$keep_going" = 1 ] || die "make -C $c install-guest failed"
-		log "  ERROR: make -C $c install-guest failed: $c is missing or incomplete in the initramfs"
+		warn "make -C $c install-guest failed: $c is missing or incomplete in the initramfs"
 		echo "not ok - make -C $c install-guest" >>"$output.failures"
 	done
-	[ ! -s "$output.failures" ] || log "  $(wc -l <"$output.failures") component(s) failed to install"
+	[ ! -s "$output.failures" ] || warn "$(wc -l <"$output.failures") component(s) failed to install"
 }
 
 interpreter_of() {
@@ -143,7 +147,7 @@ copy_dynamic_dependencies() {
 		copy_libraries_of "$f"
 		n=$((n + 1))
 	done < <(find "$ROOT/sigmig" "$ROOT/usr" -type f -print0)
-	log "  copied libraries for $n dynamically linked binaries"
+	say "  copied libraries for $n dynamically linked binaries"
 }
 
 # gen_init_cpio file list: everything owned by root.
@@ -167,11 +171,11 @@ write_file_list() {
 	echo "nod /dev/null 0666 0 0 c 1 3" >>"$list"
 }
 
+# The kernel tree's own gen_init_cpio (SIGMIG_KERNEL_TREE, set by main).
 gen_init_cpio_tool() {
-	local tree tool="$WORK/gen_init_cpio"
-	tree=$("$REPO/orchestrate/build-kernel.sh" --print-tree)
-	if [ ! -x "$tool" ] || [ "$tree/usr/gen_init_cpio.c" -nt "$tool" ]; then
-		cc -O2 -o "$tool.$$" "$tree/usr/gen_init_cpio.c"
+	local tool="$WORK/gen_init_cpio" src="$SIGMIG_KERNEL_TREE/usr/gen_init_cpio.c"
+	if [ ! -x "$tool" ] || [ "$src" -nt "$tool" ]; then
+		cc -O2 -o "$tool.$$" "$src"
 		mv -f "$tool.$$" "$tool"
 	fi
 	echo "$tool"
@@ -185,14 +189,14 @@ main() {
 	tree=$("$REPO/orchestrate/build-kernel.sh" --print-tree)
 	export SIGMIG_KERNEL_TREE="$tree"
 	ROOT=$(mktemp -d "$WORK/root.XXXXXX")
-	trap 'rm -rf "$ROOT" "$ROOT.list" "$output.tmp.$$"' EXIT
-	log "assembling $ROOT"
+	on_exit "rm -rf ${ROOT@Q} ${ROOT@Q}.list ${output@Q}.tmp.$$"
+	say "assembling $ROOT"
 	make_skeleton
 	install_busybox
 	install_sigmig_files
 	install_components
 	for dir in "${overlays[@]}"; do
-		log "  overlay $dir"
+		say "  overlay $dir"
 		cp -a "$dir/." "$ROOT/"
 	done
 	copy_dynamic_dependencies
@@ -200,7 +204,7 @@ main() {
 	write_file_list "$ROOT.list"
 	"$tool" -t 0 "$ROOT.list" | gzip -6 -n >"$output.tmp.$$"
 	mv -f "$output.tmp.$$" "$output"
-	log "wrote $output ($(du -h "$output" | cut -f1), $(wc -l <"$ROOT.list") entries)"
+	say "wrote $output ($(du -h "$output" | cut -f1), $(wc -l <"$ROOT.list") entries)"
 	echo "$output"
 }
 

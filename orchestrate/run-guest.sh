@@ -1,37 +1,36 @@
 #!/usr/bin/env bash
 # Boot one sigmig guest under QEMU and return its SIGMIG-EXIT code.
-#
-# Usage: run-guest.sh --kernel BZIMAGE --initrd CPIO [options]
-#   --role test|agent|shell   sigmig.role (default test)
-#   --guest a|b               sigmig.guest: eth1 is 10.99.0.1 (a) or 10.99.0.2 (b)
-#   --append "k=v ..."        more kernel command line (e.g. sigmig.only=kernel)
-#   --log FILE                serial console log (default build/logs/guest-<name>.log)
-#   --name NAME               names the default log (default <role>-<guest>)
-#   --timeout SEC             hard limit for the whole boot (default 1800)
-#   --mgmt-port PORT          management NIC: user net, 127.0.0.1:PORT -> guest :8080
-#   --link listen=H:P|connect=H:P  guest link NIC (virtio-net on a socket netdev)
-#   --accel auto|tcg|kvm      default auto: KVM only if a bounded probe boots
-#   --memory MB, --smp N      default 1024, 2
-#   --quiet                   do not echo the console to stderr
-# Exit status: the guest's SIGMIG-EXIT code; 124 on timeout; 125 when the
-# guest stopped without SIGMIG-EXIT (panic, QEMU error); 143 when terminated.
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=run-guest
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 KVM_PROBE_TIMEOUT=30
 
 kernel="" initrd="" role=test guest=a append="" log="" name=""
 timeout_s=1800 mgmt_port="" link="" accel=${SIGMIG_ACCEL:-auto}
 memory=1024 smp=2 quiet=0
-qemu_pid="" tail_pid=""
+qemu_pid="" tail_pid="" probe_log=""
 
-say() { echo "[run-guest] $*" >&2; }
-die() { say "ERROR: $*"; exit 2; }
-
-usage() {
-	sed -n '4,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
+usage_text() {
+	cat <<'EOF'
+Usage: run-guest.sh --kernel BZIMAGE --initrd CPIO [options]
+  --role test|agent|shell   sigmig.role (default test)
+  --guest a|b               sigmig.guest: eth1 is 10.99.0.1 (a) or 10.99.0.2 (b)
+  --append "k=v ..."        more kernel command line (e.g. sigmig.only=kernel)
+  --log FILE                serial console log (default build/logs/guest-<name>.log)
+  --name NAME               names the default log (default <role>-<guest>)
+  --timeout SEC             hard limit for the whole boot (default 1800)
+  --mgmt-port PORT          management NIC: user net, 127.0.0.1:PORT -> guest :8080
+  --link listen=H:P|connect=H:P  guest link NIC (virtio-net on a socket netdev)
+  --accel auto|tcg|kvm      default auto: KVM only if a bounded probe boots
+  --memory MB, --smp N      default 1024, 2
+  --quiet                   do not echo the console to stderr
+Exit status: the guest's SIGMIG-EXIT code; 124 on timeout; 125 when the
+guest stopped without SIGMIG-EXIT (panic, QEMU error); 143 when terminated.
+EOF
 }
 
 parse_args() {
@@ -51,27 +50,23 @@ parse_args() {
 		--memory) memory=${2:?}; shift 2 ;;
 		--smp) smp=${2:?}; shift 2 ;;
 		--quiet) quiet=1; shift ;;
+		-h|--help) show_help ;;
 		*) usage ;;
 		esac
 	done
-	[ -f "$kernel" ] || die "--kernel: no such file '$kernel'"
-	[ -f "$initrd" ] || die "--initrd: no such file '$initrd'"
-	case "$guest" in a|b) ;; *) die "--guest must be a or b" ;; esac
-	case "$link" in ""|listen=*|connect=*) ;; *) die "--link must be listen=H:P or connect=H:P" ;; esac
+	[ -f "$kernel" ] || die "--kernel: no such file '$kernel'" 2
+	[ -f "$initrd" ] || die "--initrd: no such file '$initrd'" 2
+	case "$guest" in a|b) ;; *) die "--guest must be a or b" 2 ;; esac
+	case "$link" in ""|listen=*|connect=*) ;; *) die "--link must be listen=H:P or connect=H:P" 2 ;; esac
 	name=${name:-$role-$guest}
 	log=${log:-$REPO/build/logs/guest-$name.log}
 	mkdir -p "$(dirname "$log")"
 }
 
 cleanup() {
-	local pid
-	for pid in $qemu_pid $tail_pid; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in $qemu_pid $tail_pid; do
-		timeout 10 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
-	done
+	stop_pids "$qemu_pid" "$tail_pid"
 	qemu_pid="" tail_pid=""
+	[ -z "$probe_log" ] || rm -f "$probe_log"
 }
 
 # Arguments shared by the probe and the real boot.
@@ -87,7 +82,7 @@ qemu_base_args() {
 # KVM is used only if a guest actually boots under it within the bound: on
 # nested machines /dev/kvm exists but guests hang at "Booting from ROM".
 kvm_works() {
-	local boot_id cache_file probe_log answer=no
+	local boot_id cache_file answer=no
 	[ -w /dev/kvm ] || return 1
 	boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)
 	cache_file="$CACHE/kvm-probe.$boot_id"
@@ -102,17 +97,19 @@ kvm_works() {
 		</dev/null >/dev/null 2>&1 || true
 	grep -q 'SIGMIG-BOOT' "$probe_log" && answer=yes
 	rm -f "$probe_log"
+	probe_log=""
 	mkdir -p "$CACHE" && echo "$answer" >"$cache_file"
 	say "KVM usable: $answer"
 	[ "$answer" = yes ]
 }
 
+# Sets accel_arg.  Not in a command substitution: the probe's exit hook
+# (cleanup) must see its log.
 choose_accel() {
 	case "$accel" in
-	tcg) echo tcg ;;
-	kvm) echo kvm ;;
-	auto) if kvm_works; then echo kvm; else echo tcg; fi ;;
-	*) die "--accel must be auto, tcg or kvm" ;;
+	tcg|kvm) accel_arg=$accel ;;
+	auto) if kvm_works; then accel_arg=kvm; else accel_arg=tcg; fi ;;
+	*) die "--accel must be auto, tcg or kvm" 2 ;;
 	esac
 }
 
@@ -129,16 +126,19 @@ nic_args() {
 	fi
 }
 
+qemu_gone() {
+	! kill -0 "$qemu_pid" 2>/dev/null
+}
+
 guest_exit_code() {
 	tr -d '\r' <"$log" | sed -n 's/^SIGMIG-EXIT \([0-9][0-9]*\)$/\1/p' | tail -1
 }
 
 main() {
-	local accel_arg cmdline deadline code
+	local accel_arg cmdline code
 	parse_args "$@"
-	trap 'cleanup' EXIT
-	trap 'cleanup; exit 143' INT TERM
-	accel_arg=$(choose_accel)
+	on_exit cleanup
+	choose_accel
 	cmdline="sigmig.role=$role sigmig.guest=$guest $append"
 	mapfile -t args < <(qemu_base_args "$accel_arg" "$log" "$cmdline"; nic_args)
 	: >"$log"
@@ -149,11 +149,7 @@ main() {
 		tail -n +1 -f --pid="$qemu_pid" "$log" >&2 &
 		tail_pid=$!
 	fi
-	deadline=$((SECONDS + timeout_s))
-	while kill -0 "$qemu_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
-		sleep 1
-	done
-	if kill -0 "$qemu_pid" 2>/dev/null; then
+	if ! wait_until "$timeout_s" "guest $name to stop" qemu_gone; then
 		say "TIMEOUT: guest $name still running after ${timeout_s}s"
 		cleanup
 		return 124

@@ -3,16 +3,21 @@
 # UBSAN, lockdep reports, list corruption, Oops, panics, soft/hard lockups,
 # RCU stalls, hung tasks.  Prints every report (from its first line to the
 # end-of-trace marker or a bounded number of lines) and fails if any.
-#
-# Usage: scan-console.sh LOG [--max-lines N]
-#   exit 0: no splat; 1: splat(s) found (reports on stdout); 2: usage/IO error
 set -euo pipefail
 
+PROG=scan-console
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 max_lines=80
 
-usage() {
-	sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
+usage_text() {
+	cat <<'EOF'
+Usage: scan-console.sh LOG [--max-lines N]
+  Prints every kernel splat of a guest serial console log (BUG, WARNING,
+  KASAN, UBSAN, lockdep, list corruption, Oops, panic, lockups, RCU stalls,
+  hung tasks), each up to its end-of-trace marker or N lines (default 80).
+  exit 0: no splat; 1: splat(s) found (reports on stdout); 2: usage/IO error
+EOF
 }
 
 # Lines that open a report: messages of the kernel's own checkers (lib/,
@@ -44,13 +49,13 @@ main() {
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--max-lines) max_lines=${2:?}; shift 2 ;;
-		-h|--help) usage ;;
+		-h|--help) show_help ;;
 		-*) usage ;;
 		*) log=$1; shift ;;
 		esac
 	done
 	[ -n "$log" ] || usage
-	[ -r "$log" ] || { echo "scan-console: cannot read $log" >&2; exit 2; }
+	[ -r "$log" ] || die "cannot read $log" 2
 
 	# Serial logs carry \r and ANSI escapes; the kernel may prefix
 	# "[    1.234567]" timestamps and "[  T123]" caller ids.

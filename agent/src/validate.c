@@ -67,18 +67,29 @@ bool program_name_valid(const char *name)
 	return true;
 }
 
+/*
+ * True for "--NAME" or "--NAME=VALUE" where NAME is the whole or a leading
+ * part of an option the agent sets: getopt_long() accepts any unambiguous
+ * abbreviation and the last occurrence wins, so "--ledg=/x" would override
+ * the agent's --ledger.
+ */
 static bool agent_owned_option(const char *arg)
 {
-	static const char *const owned[] = { "--ctl", "--ledger", "--restore" };
+	static const char *const owned[] = { "ctl", "ledger", "restore" };
+	const char *name, *eq;
 	unsigned int i;
 	size_t n;
 
-	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
-		n = strlen(owned[i]);
-		if (strncmp(arg, owned[i], n) == 0 &&
-		    (arg[n] == '\0' || arg[n] == '='))
+	if (strncmp(arg, "--", 2) != 0)
+		return false;
+	name = arg + 2;
+	eq = strchr(name, '=');
+	n = eq ? (size_t)(eq - name) : strlen(name);
+	if (n == 0)
+		return false;
+	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+		if (n <= strlen(owned[i]) && strncmp(name, owned[i], n) == 0)
 			return true;
-	}
 	return false;
 }
 

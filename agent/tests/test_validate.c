@@ -72,6 +72,19 @@ static void test_start_request(void)
 	   "start: --restore= is the agent's");
 	ok(!strcmp(start_code("{\"program\":\"x\",\"control\":\"yes\"}"), "invalid_field"),
 	   "start: control must be boolean");
+	/* getopt_long takes any unambiguous abbreviation, and the last wins. */
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--ledg=/any/file\"]}"), "invalid_field"),
+	   "start: --ledg= abbreviates the agent's --ledger");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--ct\",\"/any/file\"]}"), "invalid_field"),
+	   "start: --ct abbreviates the agent's --ctl");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--r=/x\"]}"), "invalid_field"),
+	   "start: --r= abbreviates the agent's --restore");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--\",\"--ctl\"]}"), "invalid_field"),
+	   "start: --ctl after -- is refused too (programs differ in how they read --)");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--threads\",\"4\",\"--rt-only\"]}"), "ok"),
+	   "start: options that abbreviate nothing of the agent's pass");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--ctlx\"]}"), "ok"),
+	   "start: --ctlx is not an abbreviation of --ctl");
 }
 
 static void test_many_args(void)

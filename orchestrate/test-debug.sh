@@ -5,19 +5,12 @@
 # stress, fuzz and leak programs of kernel/stress/), scan the console for
 # kernel splats and end with "N passed, N failed".  Any splat, a guest that
 # dies without reporting, or any failed test fails the run.
-#
-# Usage: test-debug.sh [--only COMPONENT] [--timeout SEC] [--test-timeout SEC]
-#                      [--memory MB] [--verbose]
-#   --only          run /sigmig/tests/COMPONENT only (e.g. stress)
-#   --timeout       limit for the whole guest boot (default 5400)
-#   --test-timeout  per test program (default 1200)
-#   --memory        guest RAM in MB (default 2048: KASAN shadow is 1/8 of it)
-#   --verbose       echo the guest console to stderr
-# Logs: build/logs/guest-test-debug[-COMPONENT].log (console),
-#       build/logs/test-debug-splats.txt (scan report).
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=test-debug
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 ORCH="$REPO/orchestrate"
 LOGS="$REPO/build/logs"
 only="" timeout_s=5400 test_timeout=1200 memory=2048 quiet=(--quiet)
@@ -25,15 +18,21 @@ only="" timeout_s=5400 test_timeout=1200 memory=2048 quiet=(--quiet)
 # loglevel=7 undoes run-guest's "quiet", which would hide the KERN_WARNING
 # reports of lockdep and WARN() from the console.
 DEBUG_CMDLINE="panic_on_warn=1 oops=panic loglevel=7"
-START=$SECONDS
 declare -A took=()
+guest_pid=""
 
-say() { printf '[test-debug %4ds] %s\n' $((SECONDS - START)) "$*" >&2; }
-die() { say "ERROR: $*"; exit 2; }
-
-usage() {
-	sed -n '9,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-	exit 2
+usage_text() {
+	cat <<'EOF'
+Usage: test-debug.sh [--only COMPONENT] [--timeout SEC] [--test-timeout SEC]
+                     [--memory MB] [--verbose]
+  --only          run /sigmig/tests/COMPONENT only (e.g. stress)
+  --timeout       limit for the whole guest boot (default 5400)
+  --test-timeout  per test program (default 1200)
+  --memory        guest RAM in MB (default 2048: KASAN shadow is 1/8 of it)
+  --verbose       echo the guest console to stderr
+Logs: build/logs/guest-test-debug[-COMPONENT].log (console),
+      build/logs/test-debug-splats.txt (scan report).
+EOF
 }
 
 parse_args() {
@@ -44,7 +43,7 @@ parse_args() {
 		--test-timeout) test_timeout=${2:?}; shift 2 ;;
 		--memory) memory=${2:?}; shift 2 ;;
 		--verbose) quiet=(); shift ;;
-		-h|--help) usage ;;
+		-h|--help) show_help ;;
 		*) usage ;;
 		esac
 	done
@@ -53,7 +52,7 @@ parse_args() {
 build_kernel() {
 	local t0=$SECONDS
 	say "building the debug kernel (cached; cold about 8 min on 2 cores)"
-	kernel=$("$ORCH/build-kernel.sh" --flavor debug) || die "debug kernel build failed"
+	kernel=$("$ORCH/build-kernel.sh" --flavor debug) || die "debug kernel build failed" 2
 	took[kernel]=$((SECONDS - t0))
 }
 
@@ -62,21 +61,29 @@ build_initramfs() {
 	initrd="$REPO/build/initramfs/initramfs-$name.cpio.gz"
 	mkdir -p "$(dirname "$initrd")"
 	say "building the initramfs (every component's guest tests)"
-	"$ORCH/build-initramfs.sh" --output "$initrd" >/dev/null || die "initramfs build failed"
+	"$ORCH/build-initramfs.sh" --output "$initrd" >/dev/null || die "initramfs build failed" 2
 	took[initramfs]=$((SECONDS - t0))
 }
+
+stop_guest() { stop_pids "$guest_pid"; }
 
 boot_and_test() {
 	local t0=$SECONDS append="sigmig.timeout=$test_timeout $DEBUG_CMDLINE"
 	[ -z "$only" ] || append+=" sigmig.only=$only"
 	say "booting the debug kernel with ${memory} MB (timeout ${timeout_s}s, ${test_timeout}s per test)"
 	guest_rc=0
+	# In the background: INT or TERM then ends the wait at once, and the
+	# exit hook stops run-guest.sh, which stops QEMU.
+	on_exit stop_guest
 	"$ORCH/run-guest.sh" --kernel "$kernel" --initrd "$initrd" --role test \
 		--name "$name" --memory "$memory" --timeout "$timeout_s" \
-		--append "$append" "${quiet[@]}" || guest_rc=$?
+		--append "$append" "${quiet[@]}" &
+	guest_pid=$!
+	wait "$guest_pid" || guest_rc=$?
+	guest_pid=""
 	took[guest]=$((SECONDS - t0))
 	console="$LOGS/guest-$name.log"
-	[ -f "$console" ] || die "no console log $console"
+	[ -f "$console" ] || die "no console log $console" 2
 }
 
 # Prints the TAP lines of the run: the guest's own, plus one "not ok" per
@@ -102,7 +109,7 @@ summary() {
 	splats="$LOGS/test-debug-splats.txt"
 	splat_rc=0
 	"$ORCH/scan-console.sh" "$console" >"$splats" || splat_rc=$?
-	[ "$splat_rc" -le 1 ] || die "scan-console.sh failed on $console"
+	[ "$splat_rc" -le 1 ] || die "scan-console.sh failed on $console" 2
 	if [ "$splat_rc" = 1 ]; then
 		say "kernel splat(s) on the console:"
 		cat "$splats"

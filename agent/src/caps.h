@@ -4,19 +4,19 @@
 
 #include <stdbool.h>
 #include <jansson.h>
+#include <sigmig/sfd_probe.h>
 
 struct kernel_caps {
 	char release[65];
 	char machine[65];
-	bool sfd_raw;		/* signalfd4 accepts SFD_RAW, records are siginfo_t */
-	bool sfd_queues;	/* SFD_PRIVATE / SFD_GROUP accepted */
-	bool queue_pread;	/* pread() peeks a queue without dequeuing */
-	char detail[160];	/* why not, when something is missing */
+	struct sfd_caps sfd;	/* what <sigmig/sfd_probe.h> found */
 };
 
 /* Probes the running kernel; never fails (missing features are false). */
 void caps_probe(struct kernel_caps *caps);
 bool caps_interface_ok(const struct kernel_caps *caps);
+/* Why the interface is not usable, or "" when it is. */
+const char *caps_missing(const struct kernel_caps *caps);
 json_t *caps_to_json(const struct kernel_caps *caps);
 
 #endif

@@ -38,7 +38,8 @@ static bool require_interface(struct request *req, struct reply *out)
 	reply_error(out, req, 503, "kernel_unsupported",
 		    "the running kernel (%s) lacks the signalfd pending-signal "
 		    "interface: %s", agent.caps.release,
-		    agent.caps.detail[0] ? agent.caps.detail : "unknown");
+		    caps_missing(&agent.caps)[0] ? caps_missing(&agent.caps) :
+		    "unknown");
 	return false;
 }
 

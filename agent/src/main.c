@@ -39,8 +39,8 @@ static void log_startup(void)
 
 	log_info("sigmig-agent %s on Linux %s (%s): SFD_RAW %s, queue pread %s%s%s",
 		 AGENT_VERSION, c->release, c->machine,
-		 c->sfd_raw ? "yes" : "no", c->queue_pread ? "yes" : "no",
-		 c->detail[0] ? " - " : "", c->detail);
+		 c->sfd.raw ? "yes" : "no", c->sfd.peek ? "yes" : "no",
+		 caps_missing(c)[0] ? " - " : "", caps_missing(c));
 	if (!config.token)
 		log_warn("no bearer token configured: mutating endpoints are open "
 			 "(use --token-file)");

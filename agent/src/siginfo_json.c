@@ -438,11 +438,11 @@ static int put_header(json_t *o, int signo, int code, int err,
 				   json_string(siginfo_layout_name(layout)));
 }
 
-json_t *siginfo_to_json(const uint8_t raw[SIGINFO_RAW_SIZE],
+json_t *siginfo_to_json(const uint8_t raw[SI_MAX_SIZE],
 			enum siginfo_abi abi)
 {
 	const struct siginfo_offsets *offs;
-	char hex[2 * SIGINFO_RAW_SIZE + 1];
+	char hex[2 * SI_MAX_SIZE + 1];
 	enum siginfo_layout layout;
 	int signo, code, err;
 	json_t *o;
@@ -458,7 +458,7 @@ json_t *siginfo_to_json(const uint8_t raw[SIGINFO_RAW_SIZE],
 	o = json_object();
 	if (!o)
 		return NULL;
-	hex_encode(raw, SIGINFO_RAW_SIZE, hex);
+	hex_encode(raw, SI_MAX_SIZE, hex);
 	if (put_header(o, signo, code, err, layout) ||
 	    put_layout_fields(o, raw, layout, offs) ||
 	    json_object_set_new(o, "raw", json_string(hex))) {

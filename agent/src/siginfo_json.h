@@ -10,8 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-
-#define SIGINFO_RAW_SIZE 128
+#include <sigmig/sfd.h>	/* SI_MAX_SIZE */
 
 /* Which siginfo ABI the bytes follow: native x86_64 or the i386 compat one. */
 enum siginfo_abi {
@@ -48,7 +47,7 @@ const char *si_code_name(int signo, int code);
 void hex_encode(const uint8_t *in, size_t len, char *out);
 
 /* New JSON object, or NULL on allocation failure. Never reads past 128 bytes. */
-json_t *siginfo_to_json(const uint8_t raw[SIGINFO_RAW_SIZE],
+json_t *siginfo_to_json(const uint8_t raw[SI_MAX_SIZE],
 			enum siginfo_abi abi);
 
 #endif

@@ -62,7 +62,7 @@ static void fuzz_strings(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t raw[SIGINFO_RAW_SIZE] = { 0 };
+	uint8_t raw[SI_MAX_SIZE] = { 0 };
 	char *s;
 
 	if (size < 1)

@@ -15,7 +15,7 @@
 
 static json_t *decode(const siginfo_t *si)
 {
-	uint8_t raw[SIGINFO_RAW_SIZE];
+	uint8_t raw[SI_MAX_SIZE];
 
 	memcpy(raw, si, sizeof(raw));
 	return siginfo_to_json(raw, SIGINFO_ABI_64);
@@ -261,7 +261,7 @@ static void put32(uint8_t *raw, unsigned int off, uint32_t v)
 
 static void test_compat32(void)
 {
-	uint8_t raw[SIGINFO_RAW_SIZE] = { 0 };
+	uint8_t raw[SI_MAX_SIZE] = { 0 };
 	json_t *o;
 
 	put32(raw, 0, SIGCHLD);
@@ -291,8 +291,8 @@ static void test_compat32(void)
 
 static void test_names_and_raw(void)
 {
-	uint8_t raw[SIGINFO_RAW_SIZE];
-	char name[24], hex[2 * SIGINFO_RAW_SIZE + 1];
+	uint8_t raw[SI_MAX_SIZE];
+	char name[24], hex[2 * SI_MAX_SIZE + 1];
 	unsigned int i;
 	json_t *o;
 
@@ -318,14 +318,14 @@ static void test_names_and_raw(void)
 /* Every (signo, code) pair decodes to valid JSON without touching past 128 bytes. */
 static void test_exhaustive(void)
 {
-	uint8_t *raw = malloc(SIGINFO_RAW_SIZE);	/* ASan catches overreads */
+	uint8_t *raw = malloc(SI_MAX_SIZE);	/* ASan catches overreads */
 	int signo, code, bad = 0;
 	json_t *o;
 	char *text;
 
 	for (signo = -1; signo <= 66; signo++) {
 		for (code = -70; code <= 0x90; code++) {
-			memset(raw, 0xa5, SIGINFO_RAW_SIZE);
+			memset(raw, 0xa5, SI_MAX_SIZE);
 			memcpy(raw, &signo, 4);
 			memcpy(raw + 8, &code, 4);
 			o = siginfo_to_json(raw, (signo & 1) ? SIGINFO_ABI_32 :

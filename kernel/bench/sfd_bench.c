@@ -36,7 +36,6 @@
 
 #include <sigmig/sfd.h>
 
-#define REC		128
 #define BATCH_A		4096
 #define BATCH_C		32
 #define QUADRATIC_LIMIT_S 20.0
@@ -121,7 +120,7 @@ static struct result read_pread(int fd, long n, long batch, char *buf)
 	double t0 = now();
 
 	for (;;) {
-		ssize_t got = pread(fd, buf, batch * REC,
+		ssize_t got = pread(fd, buf, batch * SI_MAX_SIZE,
 				    SFD_SHARED_QUEUE_OFFSET + r.entries);
 		long k;
 
@@ -132,9 +131,9 @@ static struct result read_pread(int fd, long n, long batch, char *buf)
 		}
 		if (!got)
 			break;
-		for (k = 0; k < got / REC; k++)
-			r.ok &= record_ok((siginfo_t *)(buf + k * REC), r.entries + k);
-		r.entries += got / REC;
+		for (k = 0; k < got / SI_MAX_SIZE; k++)
+			r.ok &= record_ok((siginfo_t *)(buf + k * SI_MAX_SIZE), r.entries + k);
+		r.entries += got / SI_MAX_SIZE;
 	}
 	r.seconds = now() - t0;
 	r.ok &= r.entries == n;
@@ -183,7 +182,7 @@ static void worker(long n, int run_b, int report_fd, int hold_fd)
 		res[m] = (struct result){ -1, 0, 0 };
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	buf = malloc((n > BATCH_A ? n : BATCH_A) * REC);
+	buf = malloc((n > BATCH_A ? n : BATCH_A) * SI_MAX_SIZE);
 	if (!buf || queue_signals(n))
 		_exit(2);
 	fd = signalfd(-1, &all, SFD_RAW | SFD_NONBLOCK | SFD_CLOEXEC);

@@ -26,19 +26,15 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
-#include <sigmig/sfd.h>
+#include <sigmig/sfd_probe.h>
 
 /* Older glibc headers do not name the SIGEV_THREAD_ID target. */
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
 
-/* The kernel's sigset_t: glibc's signalfd() passes this size too. */
-#define KERNEL_SIGSET_SIZE	8
-#define SIGINFO_SIZE		128
-
-_Static_assert(sizeof(siginfo_t) == SIGINFO_SIZE, "siginfo_t is 128 bytes");
-_Static_assert(sizeof(struct signalfd_siginfo) == SIGINFO_SIZE,
+_Static_assert(sizeof(siginfo_t) == SI_MAX_SIZE, "siginfo_t is 128 bytes");
+_Static_assert(sizeof(struct signalfd_siginfo) == SI_MAX_SIZE,
 	       "signalfd_siginfo is 128 bytes");
 
 /* The timer layout's kernel-internal word follows si_value. */
@@ -236,21 +232,21 @@ static inline void siginfo_dump_diff(const char *what, const void *exp,
 /* Returns 0 when both 128-byte records are identical, else dumps and 1. */
 static inline int siginfo_cmp(const char *what, const void *exp, const void *got)
 {
-	if (!memcmp(exp, got, SIGINFO_SIZE))
+	if (!memcmp(exp, got, SI_MAX_SIZE))
 		return 0;
-	siginfo_dump_diff(what, exp, got, SIGINFO_SIZE);
+	siginfo_dump_diff(what, exp, got, SI_MAX_SIZE);
 	return 1;
 }
 
 /* Reads exactly one record, non-blocking fd expected. */
 static inline ssize_t sfd_read_one(int fd, void *rec)
 {
-	return read(fd, rec, SIGINFO_SIZE);
+	return read(fd, rec, SI_MAX_SIZE);
 }
 
 static inline ssize_t sfd_peek(int fd, void *buf, size_t nrec, long long off)
 {
-	return pread(fd, buf, nrec * SIGINFO_SIZE, (off_t)off);
+	return pread(fd, buf, nrec * SI_MAX_SIZE, (off_t)off);
 }
 
 /* Raises RLIMIT_SIGPENDING so that @n signals can be queued. */
@@ -266,21 +262,6 @@ static inline int raise_sigpending(rlim_t n)
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < n)
 		rl.rlim_max = n;
 	return setrlimit(RLIMIT_SIGPENDING, &rl);
-}
-
-/*
- * Returns 1 when the running kernel implements the sigmig signalfd flags.
- * Unpatched kernels reject SFD_RAW with EINVAL.
- */
-static inline int sfd_interface_present(void)
-{
-	int sigs[] = { SIGUSR1, 0 };
-	int fd = sfd_open_sigs(SFD_RAW | SFD_NONBLOCK, sigs);
-
-	if (fd < 0)
-		return 0;
-	close(fd);
-	return 1;
 }
 
 /* Queues an SI_QUEUE signal carrying @val to the process-wide queue. */
@@ -334,20 +315,20 @@ static inline int match_dequeue_to_peek(const void *peek, size_t np,
 	for (sig = 0; sig < _NSIG; sig++)
 		next[sig] = 0;
 	for (i = 0; i < nd; i++) {
-		const unsigned char *rec = d + i * SIGINFO_SIZE;
+		const unsigned char *rec = d + i * SI_MAX_SIZE;
 		size_t j;
 
 		sig = rec_signo(rec);
 		if (sig <= 0 || sig >= _NSIG)
 			return 1;
 		for (j = next[sig]; j < np; j++)
-			if (rec_signo(p + j * SIGINFO_SIZE) == sig)
+			if (rec_signo(p + j * SI_MAX_SIZE) == sig)
 				break;
 		if (j == np) {
 			printf("# dequeued record %zu (sig %d) was not peeked\n", i, sig);
 			return 1;
 		}
-		if (siginfo_cmp("peek vs dequeue", p + j * SIGINFO_SIZE, rec))
+		if (siginfo_cmp("peek vs dequeue", p + j * SI_MAX_SIZE, rec))
 			return 1;
 		next[sig] = j + 1;
 	}
@@ -366,15 +347,15 @@ static inline ssize_t peek_all(int fd, long long base, void *buf, size_t max,
 
 		if (!want)
 			return (ssize_t)got;
-		r = sfd_peek(fd, (char *)buf + got * SIGINFO_SIZE, want,
+		r = sfd_peek(fd, (char *)buf + got * SI_MAX_SIZE, want,
 			     base + (long long)got);
 		if (r < 0)
 			return r;
-		if (r % SIGINFO_SIZE)
+		if (r % SI_MAX_SIZE)
 			return -1;
 		if (!r)
 			return (ssize_t)got;
-		got += (size_t)r / SIGINFO_SIZE;
+		got += (size_t)r / SI_MAX_SIZE;
 	}
 }
 
@@ -385,14 +366,14 @@ static inline ssize_t dequeue_all(int fd, void *buf, size_t max)
 
 	while (got < max) {
 		size_t want = max - got < 64 ? max - got : 64;
-		ssize_t r = read(fd, (char *)buf + got * SIGINFO_SIZE,
-				 want * SIGINFO_SIZE);
+		ssize_t r = read(fd, (char *)buf + got * SI_MAX_SIZE,
+				 want * SI_MAX_SIZE);
 
 		if (r < 0)
 			return errno == EAGAIN ? (ssize_t)got : -1;
 		if (!r)
 			break;
-		got += (size_t)r / SIGINFO_SIZE;
+		got += (size_t)r / SI_MAX_SIZE;
 	}
 	return (ssize_t)got;
 }

@@ -29,7 +29,7 @@ static int compat_int_at(const void *rec, size_t off)
 TEST(compat_offsets_of_si_queue)
 {
 	int sigs[] = { SIGRTMIN, 0 };
-	unsigned char rec[2 * SIGINFO_SIZE];
+	unsigned char rec[2 * SI_MAX_SIZE];
 	size_t i;
 	int fd;
 
@@ -38,19 +38,19 @@ TEST(compat_offsets_of_si_queue)
 	ASSERT_LE(0, fd) TH_LOG(SFD_MISSING_MSG);
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x600d));
 	memset(rec, 0xa5, sizeof(rec));
-	ASSERT_EQ(SIGINFO_SIZE, pread(fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET));
+	ASSERT_EQ(SI_MAX_SIZE, pread(fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET));
 	EXPECT_EQ(SIGRTMIN, compat_int_at(rec, 0));
 	EXPECT_EQ(SI_QUEUE, compat_int_at(rec, 8));
 	EXPECT_EQ(getpid(), compat_int_at(rec, 12));
 	EXPECT_EQ((int)getuid(), compat_int_at(rec, 16));
 	EXPECT_EQ(0x600d, compat_int_at(rec, 20));
-	for (i = 24; i < SIGINFO_SIZE; i++)
+	for (i = 24; i < SI_MAX_SIZE; i++)
 		ASSERT_EQ(0, rec[i]) TH_LOG("byte %zu not zeroed", i);
-	for (i = SIGINFO_SIZE; i < sizeof(rec); i++)
+	for (i = SI_MAX_SIZE; i < sizeof(rec); i++)
 		ASSERT_EQ(0xa5, rec[i]) TH_LOG("byte %zu written past the end", i);
 
 	memset(rec, 0xa5, sizeof(rec));
-	ASSERT_EQ(SIGINFO_SIZE, read(fd, rec, SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, read(fd, rec, SI_MAX_SIZE));
 	EXPECT_EQ(0x600d, compat_int_at(rec, 20));
 	EXPECT_EQ(getpid(), compat_int_at(rec, 12));
 	close(fd);
@@ -60,7 +60,7 @@ TEST(compat_timer_peek_hides_sys_private)
 {
 	struct itimerspec on = { { 0, 1000000 }, { 0, 1000000 } };
 	int sigs[] = { SIGRTMIN + 2, 0 };
-	unsigned char rec[SIGINFO_SIZE];
+	unsigned char rec[SI_MAX_SIZE];
 	struct sigevent sev;
 	timer_t t;
 	int fd;
@@ -76,12 +76,12 @@ TEST(compat_timer_peek_hides_sys_private)
 	ASSERT_EQ(0, timer_settime(t, 0, &on, NULL));
 	ASSERT_TRUE(wait_pending(SIGRTMIN + 2, 5000));
 	sleep_ms(30);
-	ASSERT_EQ(SIGINFO_SIZE, pread(fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET));
+	ASSERT_EQ(SI_MAX_SIZE, pread(fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET));
 	EXPECT_EQ(SI_TIMER, compat_int_at(rec, 8));
 	EXPECT_EQ(0, compat_int_at(rec, 16));		/* queued overrun */
 	EXPECT_EQ(0x7132, compat_int_at(rec, 20));
 	EXPECT_EQ(0, compat_int_at(rec, 24));		/* si_sys_private */
-	ASSERT_EQ(SIGINFO_SIZE, read(fd, rec, sizeof(rec)));
+	ASSERT_EQ(SI_MAX_SIZE, read(fd, rec, sizeof(rec)));
 	EXPECT_LT(0, compat_int_at(rec, 16));		/* delivered overrun */
 	EXPECT_EQ(0, compat_int_at(rec, 24));
 	timer_delete(t);
@@ -134,7 +134,7 @@ TEST(compat_classic_records_unchanged)
 	fd = sfd_open_sigs(SFD_NONBLOCK, sigs);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x77));
-	ASSERT_EQ(SIGINFO_SIZE, pread(fd, &ssi, sizeof(ssi), SFD_SHARED_QUEUE_OFFSET));
+	ASSERT_EQ(SI_MAX_SIZE, pread(fd, &ssi, sizeof(ssi), SFD_SHARED_QUEUE_OFFSET));
 	EXPECT_EQ((uint32_t)SIGRTMIN, ssi.ssi_signo);
 	EXPECT_EQ(SI_QUEUE, ssi.ssi_code);
 	EXPECT_EQ((uint32_t)getpid(), ssi.ssi_pid);

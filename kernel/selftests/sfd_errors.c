@@ -56,7 +56,7 @@ static int open_rtmin(int flags)
 FIXTURE(errors)
 {
 	int fd;
-	unsigned char buf[8 * SIGINFO_SIZE];
+	unsigned char buf[8 * SI_MAX_SIZE];
 };
 
 FIXTURE_SETUP(errors)
@@ -74,10 +74,10 @@ FIXTURE_TEARDOWN(errors)
 
 static long shared_pending(int fd)
 {
-	unsigned char buf[16 * SIGINFO_SIZE];
+	unsigned char buf[16 * SI_MAX_SIZE];
 	ssize_t r = sfd_peek(fd, buf, 16, SHARED);
 
-	return r < 0 ? r : r / SIGINFO_SIZE;
+	return r < 0 ? r : r / SI_MAX_SIZE;
 }
 
 TEST_F(errors, valid_flag_combinations_accepted)
@@ -143,7 +143,7 @@ TEST_F(errors, mask_change_keeps_mode_and_applies)
 	sigemptyset(&m);
 	sigaddset(&m, SIGUSR2);
 	ASSERT_EQ(self->fd, sys_signalfd4(self->fd, &m, KERNEL_SIGSET_SIZE, SFD_RAW));
-	ASSERT_EQ(SIGINFO_SIZE, read(self->fd, self->buf, 8 * SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, read(self->fd, self->buf, 8 * SI_MAX_SIZE));
 	/* Still raw: the record is a siginfo_t with si_code intact. */
 	EXPECT_EQ(SIGUSR2, ((siginfo_t *)self->buf)->si_signo);
 	EXPECT_EQ(SI_USER, ((siginfo_t *)self->buf)->si_code);
@@ -165,7 +165,7 @@ TEST_F(errors, bad_sizemask_einval)
 
 TEST_F(errors, count_below_one_record_einval)
 {
-	static const size_t counts[] = { 0, 1, 64, SIGINFO_SIZE - 1 };
+	static const size_t counts[] = { 0, 1, 64, SI_MAX_SIZE - 1 };
 	unsigned int i;
 
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
@@ -176,27 +176,27 @@ TEST_F(errors, count_below_one_record_einval)
 	}
 	EXPECT_EQ(1, shared_pending(self->fd));
 	/* A count that is not a multiple of 128 is rounded down. */
-	EXPECT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, 2 * SIGINFO_SIZE - 1, SHARED));
+	EXPECT_EQ(SI_MAX_SIZE, pread(self->fd, self->buf, 2 * SI_MAX_SIZE - 1, SHARED));
 }
 
 TEST_F(errors, negative_offset_einval)
 {
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
-	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, -1));
-	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, -SHARED));
-	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, LLONG_MIN));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SI_MAX_SIZE, -1));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SI_MAX_SIZE, -SHARED));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SI_MAX_SIZE, LLONG_MIN));
 	EXPECT_EQ(1, shared_pending(self->fd));
 }
 
 TEST_F(errors, offset_plus_count_overflow_einval)
 {
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
-	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, 2 * SIGINFO_SIZE,
-				   LLONG_MAX - SIGINFO_SIZE));
-	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SIGINFO_SIZE, LLONG_MAX));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, 2 * SI_MAX_SIZE,
+				   LLONG_MAX - SI_MAX_SIZE));
+	EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, SI_MAX_SIZE, LLONG_MAX));
 	/* Just below the limit is a valid (empty) position. */
-	EXPECT_EQ(0, pread(self->fd, self->buf, SIGINFO_SIZE,
-			   LLONG_MAX - SIGINFO_SIZE));
+	EXPECT_EQ(0, pread(self->fd, self->buf, SI_MAX_SIZE,
+			   LLONG_MAX - SI_MAX_SIZE));
 	EXPECT_EQ(1, shared_pending(self->fd));
 }
 
@@ -215,8 +215,8 @@ TEST_F(errors, bad_buffers_efault)
 
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
-	EXPECT_ERRNO(EFAULT, raw_pread(self->fd, NULL, SIGINFO_SIZE, SHARED));
-	EXPECT_ERRNO(EFAULT, raw_pread(self->fd, (void *)-4096L, SIGINFO_SIZE, SHARED));
+	EXPECT_ERRNO(EFAULT, raw_pread(self->fd, NULL, SI_MAX_SIZE, SHARED));
+	EXPECT_ERRNO(EFAULT, raw_pread(self->fd, (void *)-4096L, SI_MAX_SIZE, SHARED));
 	/* A failed peek consumed nothing. */
 	EXPECT_EQ(2, shared_pending(self->fd));
 
@@ -225,10 +225,10 @@ TEST_F(errors, bad_buffers_efault)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
-	EXPECT_EQ(SIGINFO_SIZE, pread(self->fd, map + page - SIGINFO_SIZE,
-				      2 * SIGINFO_SIZE, SHARED));
-	EXPECT_EQ(1, ((siginfo_t *)(map + page - SIGINFO_SIZE))->si_value.sival_int);
-	EXPECT_ERRNO(EFAULT, pread(self->fd, map + page, SIGINFO_SIZE, SHARED));
+	EXPECT_EQ(SI_MAX_SIZE, pread(self->fd, map + page - SI_MAX_SIZE,
+				      2 * SI_MAX_SIZE, SHARED));
+	EXPECT_EQ(1, ((siginfo_t *)(map + page - SI_MAX_SIZE))->si_value.sival_int);
+	EXPECT_ERRNO(EFAULT, pread(self->fd, map + page, SI_MAX_SIZE, SHARED));
 	EXPECT_EQ(2, shared_pending(self->fd));
 	munmap(map, 2 * page);
 }
@@ -244,7 +244,7 @@ TEST_F(errors, not_a_signalfd)
 	EXPECT_ERRNO(EINVAL, sys_signalfd4(p[0], &m, KERNEL_SIGSET_SIZE, SFD_RAW));
 	EXPECT_ERRNO(EBADF, sys_signalfd4(100000, &m, KERNEL_SIGSET_SIZE, SFD_RAW));
 	/* Offsets on a pipe are refused by the VFS as before. */
-	EXPECT_ERRNO(ESPIPE, pread(p[0], self->buf, SIGINFO_SIZE, SHARED));
+	EXPECT_ERRNO(ESPIPE, pread(p[0], self->buf, SI_MAX_SIZE, SHARED));
 	close(p[0]);
 	close(p[1]);
 }
@@ -260,27 +260,27 @@ TEST_F(errors, position_never_moves_read_still_dequeues)
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 3));
-	ASSERT_EQ(3 * SIGINFO_SIZE, pread(self->fd, self->buf, 8 * SIGINFO_SIZE, SHARED + 0));
+	ASSERT_EQ(3 * SI_MAX_SIZE, pread(self->fd, self->buf, 8 * SI_MAX_SIZE, SHARED + 0));
 	EXPECT_EQ(0, lseek(self->fd, 0, SEEK_CUR));
-	ASSERT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, SIGINFO_SIZE, SHARED + 2));
+	ASSERT_EQ(SI_MAX_SIZE, pread(self->fd, self->buf, SI_MAX_SIZE, SHARED + 2));
 	EXPECT_EQ(0, lseek(self->fd, 0, SEEK_CUR));
 
-	ASSERT_EQ(SIGINFO_SIZE, read(self->fd, self->buf, SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, read(self->fd, self->buf, SI_MAX_SIZE));
 	EXPECT_EQ(1, si->si_value.sival_int);
 	EXPECT_EQ(2, shared_pending(self->fd));
 
 	/* A seek attempt changes nothing either. */
 	lseek(self->fd, SHARED, SEEK_SET);
 	EXPECT_EQ(0, lseek(self->fd, 0, SEEK_CUR));
-	ASSERT_EQ(SIGINFO_SIZE, read(self->fd, self->buf, SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, read(self->fd, self->buf, SI_MAX_SIZE));
 	EXPECT_EQ(2, si->si_value.sival_int);
 	EXPECT_EQ(1, shared_pending(self->fd));
 
 	/* pread at offset 0 is an ordinary dequeuing read. */
-	ASSERT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, SIGINFO_SIZE, 0));
+	ASSERT_EQ(SI_MAX_SIZE, pread(self->fd, self->buf, SI_MAX_SIZE, 0));
 	EXPECT_EQ(3, si->si_value.sival_int);
 	EXPECT_EQ(0, shared_pending(self->fd));
-	EXPECT_ERRNO(EAGAIN, read(self->fd, self->buf, SIGINFO_SIZE));
+	EXPECT_ERRNO(EAGAIN, read(self->fd, self->buf, SI_MAX_SIZE));
 }
 
 TEST_F(errors, peek_on_empty_blocking_fd_returns_zero)
@@ -288,8 +288,8 @@ TEST_F(errors, peek_on_empty_blocking_fd_returns_zero)
 	int fd = open_rtmin(SFD_RAW);
 
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, pread(fd, self->buf, SIGINFO_SIZE, SHARED));
-	EXPECT_EQ(0, pread(fd, self->buf, SIGINFO_SIZE, PRIV));
+	EXPECT_EQ(0, pread(fd, self->buf, SI_MAX_SIZE, SHARED));
+	EXPECT_EQ(0, pread(fd, self->buf, SI_MAX_SIZE, PRIV));
 	close(fd);
 }
 
@@ -308,7 +308,7 @@ static long shared_values(int fd)
 
 	if (r < 0)
 		return -1;
-	for (i = 0; i < r / SIGINFO_SIZE; i++)
+	for (i = 0; i < r / SI_MAX_SIZE; i++)
 		v = v * 10 + rec[i].si_value.sival_int;
 	return v;
 }
@@ -327,9 +327,9 @@ static void read_efault_keeps_signals(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 3));
-	EXPECT_ERRNO(EFAULT, raw_read(fd, NULL, SIGINFO_SIZE));
+	EXPECT_ERRNO(EFAULT, raw_read(fd, NULL, SI_MAX_SIZE));
 	EXPECT_EQ(123, shared_values(peek_fd)) TH_LOG("a failed read() lost a signal");
-	EXPECT_ERRNO(EFAULT, raw_read(fd, (void *)-4096L, 2 * SIGINFO_SIZE));
+	EXPECT_ERRNO(EFAULT, raw_read(fd, (void *)-4096L, 2 * SI_MAX_SIZE));
 	EXPECT_EQ(123, shared_values(peek_fd)) TH_LOG("a failed read() lost a signal");
 
 	/* Room for one record: a short read, and the second stays queued. */
@@ -337,7 +337,7 @@ static void read_efault_keeps_signals(struct __test_metadata *_metadata,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
-	EXPECT_EQ(SIGINFO_SIZE, read(fd, map + page - SIGINFO_SIZE, 3 * SIGINFO_SIZE));
+	EXPECT_EQ(SI_MAX_SIZE, read(fd, map + page - SI_MAX_SIZE, 3 * SI_MAX_SIZE));
 	EXPECT_EQ(23, shared_values(peek_fd)) TH_LOG("a short read() lost a signal");
 	munmap(map, 2 * page);
 }
@@ -373,13 +373,13 @@ TEST_F(errors, fcntl_cannot_toggle_mode)
 	fcntl(self->fd, F_SETFL, fl & ~O_DIRECT);
 
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x77));
-	ASSERT_EQ(SIGINFO_SIZE, pread(classic, self->buf, SIGINFO_SIZE, SHARED));
+	ASSERT_EQ(SI_MAX_SIZE, pread(classic, self->buf, SI_MAX_SIZE, SHARED));
 	EXPECT_EQ((uint32_t)getpid(), ssi->ssi_pid);
 	EXPECT_EQ(0x77, ssi->ssi_int);
-	ASSERT_EQ(SIGINFO_SIZE, pread(self->fd, self->buf, SIGINFO_SIZE, SHARED));
+	ASSERT_EQ(SI_MAX_SIZE, pread(self->fd, self->buf, SI_MAX_SIZE, SHARED));
 	EXPECT_EQ(getpid(), si->si_pid);
 	EXPECT_EQ(0x77, si->si_value.sival_int);
-	ASSERT_EQ(SIGINFO_SIZE, read(classic, self->buf, SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, read(classic, self->buf, SI_MAX_SIZE));
 	EXPECT_EQ((uint32_t)getpid(), ssi->ssi_pid);
 	EXPECT_EQ(0x77, ssi->ssi_int);
 	close(classic);
@@ -388,9 +388,9 @@ TEST_F(errors, fcntl_cannot_toggle_mode)
 /* Only reads are defined: write() has no method, pwrite() no FMODE_PWRITE. */
 TEST_F(errors, write_refused)
 {
-	memset(self->buf, 0, SIGINFO_SIZE);
-	EXPECT_ERRNO(EINVAL, write(self->fd, self->buf, SIGINFO_SIZE));
-	EXPECT_ERRNO(ESPIPE, pwrite(self->fd, self->buf, SIGINFO_SIZE, SHARED));
+	memset(self->buf, 0, SI_MAX_SIZE);
+	EXPECT_ERRNO(EINVAL, write(self->fd, self->buf, SI_MAX_SIZE));
+	EXPECT_ERRNO(ESPIPE, pwrite(self->fd, self->buf, SI_MAX_SIZE, SHARED));
 }
 
 /*
@@ -414,15 +414,15 @@ TEST_F(errors, inherited_fd_reads_the_readers_queues)
 		bad |= sfd_peek(self->fd, r, 4, SHARED) != 0;
 		bad |= sfd_peek(self->fd, r, 4, PRIV) != 0;
 		bad |= q_shared(SIGRTMIN, 9) != 0;
-		bad |= sfd_peek(self->fd, r, 4, SHARED) != SIGINFO_SIZE;
+		bad |= sfd_peek(self->fd, r, 4, SHARED) != SI_MAX_SIZE;
 		bad |= r[0].si_value.sival_int != 9 || r[0].si_pid != getpid();
-		bad |= read(self->fd, r, sizeof(r)) != SIGINFO_SIZE;
+		bad |= read(self->fd, r, sizeof(r)) != SI_MAX_SIZE;
 		_exit(bad);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	EXPECT_EQ(7, shared_values(self->fd));
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->fd, self->buf, 4, PRIV));
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(self->fd, self->buf, 4, PRIV));
 	EXPECT_EQ(8, ((siginfo_t *)self->buf)->si_value.sival_int);
 }
 

@@ -48,8 +48,8 @@ FIXTURE_SETUP(peek)
 	self->classic = sys_signalfd4(-1, &mask, KERNEL_SIGSET_SIZE, SFD_NONBLOCK);
 	ASSERT_LE(0, self->classic);
 	self->cap = 8192;
-	self->buf = malloc(self->cap * SIGINFO_SIZE);
-	self->buf2 = malloc(self->cap * SIGINFO_SIZE);
+	self->buf = malloc(self->cap * SI_MAX_SIZE);
+	self->buf2 = malloc(self->cap * SI_MAX_SIZE);
 	ASSERT_NE(NULL, self->buf);
 	ASSERT_NE(NULL, self->buf2);
 	ASSERT_EQ(0, raise_sigpending(20000));
@@ -88,16 +88,16 @@ TEST_F(peek, non_destructive_and_matches_dequeue)
 
 	ASSERT_EQ(0, queue_mixed());
 	ns = sfd_peek(self->raw, p, 16, SHARED);
-	ASSERT_EQ(4 * SIGINFO_SIZE, ns);
-	np = sfd_peek(self->raw, p + 4 * SIGINFO_SIZE, 16, PRIV);
-	ASSERT_EQ(2 * SIGINFO_SIZE, np);
+	ASSERT_EQ(4 * SI_MAX_SIZE, ns);
+	np = sfd_peek(self->raw, p + 4 * SI_MAX_SIZE, 16, PRIV);
+	ASSERT_EQ(2 * SI_MAX_SIZE, np);
 	/* Peeking again sees the same bytes: nothing was consumed. */
 	again = sfd_peek(self->raw, d, 16, SHARED);
 	ASSERT_EQ(ns, again);
 	ASSERT_EQ(0, memcmp(p, d, ns));
 	again = sfd_peek(self->raw, d, 16, PRIV);
 	ASSERT_EQ(np, again);
-	ASSERT_EQ(0, memcmp(p + 4 * SIGINFO_SIZE, d, np));
+	ASSERT_EQ(0, memcmp(p + 4 * SI_MAX_SIZE, d, np));
 	ASSERT_TRUE(is_pending(SIGUSR1));
 	ASSERT_TRUE(is_pending(SIGUSR2));
 	ASSERT_TRUE(is_pending(SIGSEGV));
@@ -107,8 +107,8 @@ TEST_F(peek, non_destructive_and_matches_dequeue)
 	/* Neither SFD_PRIVATE nor SFD_GROUP: private entries come first. */
 	nd = dequeue_all(self->raw, d, 16);
 	ASSERT_EQ(6, nd);
-	EXPECT_EQ(0, match_dequeue_to_peek(p + 4 * SIGINFO_SIZE, 2, d, 2));
-	EXPECT_EQ(0, match_dequeue_to_peek(p, 4, d + 2 * SIGINFO_SIZE, 4));
+	EXPECT_EQ(0, match_dequeue_to_peek(p + 4 * SI_MAX_SIZE, 2, d, 2));
+	EXPECT_EQ(0, match_dequeue_to_peek(p, 4, d + 2 * SI_MAX_SIZE, 4));
 	EXPECT_EQ(0, sfd_peek(self->raw, p, 16, SHARED));
 	EXPECT_EQ(0, sfd_peek(self->raw, p, 16, PRIV));
 }
@@ -131,7 +131,7 @@ static void check_order(struct __test_metadata *_metadata,
 	int i;
 
 	for (i = 0; i < n; i++) {
-		const siginfo_t *si = (const siginfo_t *)(buf + (size_t)i * SIGINFO_SIZE);
+		const siginfo_t *si = (const siginfo_t *)(buf + (size_t)i * SI_MAX_SIZE);
 
 		ASSERT_EQ(SIGRTMIN + (i % 3), si->si_signo) TH_LOG("record %d", i);
 		ASSERT_EQ(SI_QUEUE, si->si_code) TH_LOG("record %d", i);
@@ -151,16 +151,16 @@ static void run_many(struct __test_metadata *_metadata, FIXTURE_DATA(peek) *self
 
 	queue_many(_metadata, n, priv);
 	for (b = 0; b < ARRAY_SIZE(batches); b++) {
-		memset(self->buf, 0xa5, (size_t)n * SIGINFO_SIZE);
+		memset(self->buf, 0xa5, (size_t)n * SI_MAX_SIZE);
 		got = peek_all(self->raw, base, self->buf, self->cap, batches[b]);
 		ASSERT_EQ(n, got) TH_LOG("batch %zu", batches[b]);
 		check_order(_metadata, self->buf, n, getpid());
 	}
 	/* Peeking from the middle returns the tail. */
 	got = sfd_peek(self->raw, self->buf2, 100, base + n - 10);
-	ASSERT_EQ(10 * SIGINFO_SIZE, got);
-	ASSERT_EQ(0, memcmp(self->buf2, self->buf + (size_t)(n - 10) * SIGINFO_SIZE,
-			    10 * SIGINFO_SIZE));
+	ASSERT_EQ(10 * SI_MAX_SIZE, got);
+	ASSERT_EQ(0, memcmp(self->buf2, self->buf + (size_t)(n - 10) * SI_MAX_SIZE,
+			    10 * SI_MAX_SIZE));
 
 	got = dequeue_all(self->raw, self->buf2, self->cap);
 	ASSERT_EQ(n, got);
@@ -193,7 +193,7 @@ TEST_F(peek, zero_past_the_end_never_blocks)
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 3));
-	EXPECT_EQ(SIGINFO_SIZE, sfd_peek(blocking, self->buf, 4, SHARED + 2));
+	EXPECT_EQ(SI_MAX_SIZE, sfd_peek(blocking, self->buf, 4, SHARED + 2));
 	EXPECT_EQ(0, sfd_peek(blocking, self->buf, 4, SHARED + 3));
 	EXPECT_EQ(0, sfd_peek(blocking, self->buf, 4, SHARED + 1000));
 	EXPECT_EQ(0, sfd_peek(blocking, self->buf, 4, SHARED + (1LL << 61)));
@@ -208,15 +208,15 @@ TEST_F(peek, offsets_select_the_queue)
 	const siginfo_t *si = (const siginfo_t *)all;
 
 	ASSERT_EQ(0, queue_mixed());
-	ASSERT_EQ(2 * SIGINFO_SIZE, sfd_peek(self->raw, all, 16, PRIV));
+	ASSERT_EQ(2 * SI_MAX_SIZE, sfd_peek(self->raw, all, 16, PRIV));
 	EXPECT_EQ(SIGUSR2, si[0].si_signo);
 	EXPECT_EQ(SI_TKILL, si[0].si_code);
 	EXPECT_EQ(SIGRTMIN + 1, si[1].si_signo);
 	EXPECT_EQ(3, si[1].si_value.sival_int);
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->raw, one, 16, PRIV + 1));
-	EXPECT_EQ(0, memcmp(one, all + SIGINFO_SIZE, SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(self->raw, one, 16, PRIV + 1));
+	EXPECT_EQ(0, memcmp(one, all + SI_MAX_SIZE, SI_MAX_SIZE));
 
-	ASSERT_EQ(4 * SIGINFO_SIZE, sfd_peek(self->raw, all, 16, SHARED));
+	ASSERT_EQ(4 * SI_MAX_SIZE, sfd_peek(self->raw, all, 16, SHARED));
 	EXPECT_EQ(SIGUSR1, si[0].si_signo);
 	EXPECT_EQ(SI_USER, si[0].si_code);
 	EXPECT_EQ(SIGRTMIN, si[1].si_signo);
@@ -225,8 +225,8 @@ TEST_F(peek, offsets_select_the_queue)
 	EXPECT_EQ(2, si[2].si_value.sival_int);
 	EXPECT_EQ(SIGSEGV, si[3].si_signo);
 	EXPECT_EQ(SEGV_ACCERR, si[3].si_code);
-	ASSERT_EQ(2 * SIGINFO_SIZE, sfd_peek(self->raw, one, 16, SHARED + 2));
-	EXPECT_EQ(0, memcmp(one, all + 2 * SIGINFO_SIZE, 2 * SIGINFO_SIZE));
+	ASSERT_EQ(2 * SI_MAX_SIZE, sfd_peek(self->raw, one, 16, SHARED + 2));
+	EXPECT_EQ(0, memcmp(one, all + 2 * SI_MAX_SIZE, 2 * SI_MAX_SIZE));
 }
 
 TEST_F(peek, mask_honoured_in_counting)
@@ -247,13 +247,13 @@ TEST_F(peek, mask_honoured_in_counting)
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 7));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 8));
 
-	ASSERT_EQ(3 * SIGINFO_SIZE, sfd_peek(fd, self->buf, 16, SHARED));
+	ASSERT_EQ(3 * SI_MAX_SIZE, sfd_peek(fd, self->buf, 16, SHARED));
 	EXPECT_EQ(SIGUSR1, si[0].si_signo);
 	EXPECT_EQ(7, si[1].si_value.sival_int);
 	EXPECT_EQ(8, si[2].si_value.sival_int);
-	ASSERT_EQ(2 * SIGINFO_SIZE, sfd_peek(fd, self->buf, 16, SHARED + 1));
+	ASSERT_EQ(2 * SI_MAX_SIZE, sfd_peek(fd, self->buf, 16, SHARED + 1));
 	EXPECT_EQ(7, si[0].si_value.sival_int);
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(fd, self->buf, 16, SHARED + 2));
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(fd, self->buf, 16, SHARED + 2));
 	EXPECT_EQ(8, si[0].si_value.sival_int);
 	EXPECT_EQ(0, sfd_peek(fd, self->buf, 16, SHARED + 3));
 
@@ -261,7 +261,7 @@ TEST_F(peek, mask_honoured_in_counting)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGRTMIN + 1);
 	ASSERT_EQ(fd, sys_signalfd4(fd, &mask, KERNEL_SIGSET_SIZE, SFD_RAW));
-	ASSERT_EQ(2 * SIGINFO_SIZE, sfd_peek(fd, self->buf, 16, SHARED));
+	ASSERT_EQ(2 * SI_MAX_SIZE, sfd_peek(fd, self->buf, 16, SHARED));
 	EXPECT_EQ(9, si[0].si_value.sival_int);
 	EXPECT_EQ(10, si[1].si_value.sival_int);
 	close(fd);
@@ -288,14 +288,14 @@ TEST_F(peek, unused_bytes_zeroed_raw)
 	exp[2].si_pid = getpid();
 	exp[2].si_uid = getuid();
 
-	memset(b, 0xa5, 8 * SIGINFO_SIZE);
-	ASSERT_EQ(2 * SIGINFO_SIZE, sfd_peek(self->raw, b, 8, SHARED));
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->raw, b + 2 * SIGINFO_SIZE, 6, PRIV));
+	memset(b, 0xa5, 8 * SI_MAX_SIZE);
+	ASSERT_EQ(2 * SI_MAX_SIZE, sfd_peek(self->raw, b, 8, SHARED));
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(self->raw, b + 2 * SI_MAX_SIZE, 6, PRIV));
 	/* The kernel fills whole records and nothing past what it returns. */
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, siginfo_cmp("zeroed record", &exp[i],
-					 b + i * SIGINFO_SIZE));
-	for (i = 3 * SIGINFO_SIZE; i < 8 * SIGINFO_SIZE; i++)
+					 b + i * SI_MAX_SIZE));
+	for (i = 3 * SI_MAX_SIZE; i < 8 * SI_MAX_SIZE; i++)
 		ASSERT_EQ(0xa5, b[i]) TH_LOG("byte %zu written past the end", i);
 }
 
@@ -311,8 +311,8 @@ TEST_F(peek, unused_bytes_zeroed_classic)
 	exp.ssi_uid = getuid();
 	exp.ssi_int = 0x4321;
 	exp.ssi_ptr = 0x4321;
-	memset(self->buf, 0xa5, 4 * SIGINFO_SIZE);
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->classic, got, 4, SHARED));
+	memset(self->buf, 0xa5, 4 * SI_MAX_SIZE);
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(self->classic, got, 4, SHARED));
 	EXPECT_EQ(0, siginfo_cmp("classic record", &exp, got));
 }
 
@@ -325,8 +325,8 @@ TEST_F(peek, classic_format_matches_dequeue)
 
 	ASSERT_EQ(0, queue_mixed());
 	n = sfd_peek(self->classic, p, 16, SHARED);
-	ASSERT_EQ(4 * SIGINFO_SIZE, n);
-	ASSERT_EQ(2 * SIGINFO_SIZE, sfd_peek(self->classic, p + n, 16, PRIV));
+	ASSERT_EQ(4 * SI_MAX_SIZE, n);
+	ASSERT_EQ(2 * SI_MAX_SIZE, sfd_peek(self->classic, p + n, 16, PRIV));
 	EXPECT_EQ((uint32_t)SIGUSR1, ssi[0].ssi_signo);
 	EXPECT_EQ(SI_USER, ssi[0].ssi_code);
 	EXPECT_EQ((uint32_t)getpid(), ssi[0].ssi_pid);
@@ -335,18 +335,18 @@ TEST_F(peek, classic_format_matches_dequeue)
 	EXPECT_EQ((uint32_t)SIGUSR2, ssi[4].ssi_signo);
 	EXPECT_EQ(SI_TKILL, ssi[4].ssi_code);
 	/* Same queue seen by the raw fd is still intact. */
-	EXPECT_EQ(4 * SIGINFO_SIZE, sfd_peek(self->raw, d, 16, SHARED));
+	EXPECT_EQ(4 * SI_MAX_SIZE, sfd_peek(self->raw, d, 16, SHARED));
 
 	ASSERT_EQ(6, dequeue_all(self->classic, d, 16));
 	EXPECT_EQ(0, match_dequeue_to_peek(p + n, 2, d, 2));
-	EXPECT_EQ(0, match_dequeue_to_peek(p, 4, d + 2 * SIGINFO_SIZE, 4));
+	EXPECT_EQ(0, match_dequeue_to_peek(p, 4, d + 2 * SI_MAX_SIZE, 4));
 }
 
 /* Offset 0 keeps the dequeuing read. */
 TEST_F(peek, offset_zero_dequeues)
 {
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 5));
-	ASSERT_EQ(SIGINFO_SIZE, pread(self->raw, self->buf, SIGINFO_SIZE, 0));
+	ASSERT_EQ(SI_MAX_SIZE, pread(self->raw, self->buf, SI_MAX_SIZE, 0));
 	EXPECT_EQ(5, ((siginfo_t *)self->buf)->si_value.sival_int);
 	EXPECT_FALSE(is_pending(SIGRTMIN));
 }
@@ -378,16 +378,16 @@ static void run_timer_peek(struct __test_metadata *_metadata,
 	nanosleep(&settle, NULL);
 
 	memset(&peeked, 0xa5, sizeof(peeked));
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->raw, &peeked, 1, base));
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(self->raw, &peeked, 1, base));
 	EXPECT_EQ(SI_TIMER, peeked.si_code);
 	EXPECT_EQ(0x71, peeked.si_value.sival_int);
 	EXPECT_EQ(0, si_sys_private(&peeked));
 	EXPECT_EQ(0, peeked.si_overrun);
 	nanosleep(&settle, NULL);
-	ASSERT_EQ(SIGINFO_SIZE, sfd_peek(self->raw, &again, 1, base));
+	ASSERT_EQ(SI_MAX_SIZE, sfd_peek(self->raw, &again, 1, base));
 	EXPECT_EQ(0, memcmp(&peeked, &again, sizeof(again)));
 
-	ASSERT_EQ(SIGINFO_SIZE, read(self->raw, &got, SIGINFO_SIZE));
+	ASSERT_EQ(SI_MAX_SIZE, read(self->raw, &got, SI_MAX_SIZE));
 	timer_delete(timer);
 	EXPECT_GT(got.si_overrun, 0);
 	EXPECT_EQ(0, si_sys_private(&got));

@@ -35,7 +35,7 @@
 /* What the tracee saw with pread, shared with the tracer. */
 struct peeked {
 	ssize_t n[2];				/* [0] per-thread, [1] shared */
-	unsigned char rec[2][MAXREC * SIGINFO_SIZE];
+	unsigned char rec[2][MAXREC * SI_MAX_SIZE];
 };
 
 struct tracee_shm {
@@ -191,10 +191,10 @@ static ssize_t ptrace_peek_all(pid_t pid, int shared, unsigned char *buf,
 	size_t got = 0;
 	long r;
 
-	memset(buf, 0x5a, max * SIGINFO_SIZE);
+	memset(buf, 0x5a, max * SI_MAX_SIZE);
 	while (got + nr <= max) {
 		args.off = got;
-		r = ptrace(PTRACE_PEEKSIGINFO, pid, &args, buf + got * SIGINFO_SIZE);
+		r = ptrace(PTRACE_PEEKSIGINFO, pid, &args, buf + got * SI_MAX_SIZE);
 		if (r < 0)
 			return -1;
 		if (!r)
@@ -211,7 +211,7 @@ FIXTURE(ptrace)
 	int go[2];
 	int attached;
 	int thread_attached;
-	unsigned char buf[MAXREC * SIGINFO_SIZE];
+	unsigned char buf[MAXREC * SI_MAX_SIZE];
 };
 
 FIXTURE_SETUP(ptrace)
@@ -274,7 +274,7 @@ static int records_equal(const unsigned char *exp, const unsigned char *got,
 	int bad = 0;
 
 	for (i = 0; i < n; i++) {
-		if (!siginfo_cmp(what, exp + i * SIGINFO_SIZE, got + i * SIGINFO_SIZE))
+		if (!siginfo_cmp(what, exp + i * SI_MAX_SIZE, got + i * SI_MAX_SIZE))
 			continue;
 		printf("#  ^ record %zd\n", i);
 		if (++bad > 4)
@@ -289,7 +289,7 @@ static const siginfo_t *find_code(const unsigned char *buf, ssize_t n,
 	ssize_t i;
 
 	for (i = 0; i < n; i++) {
-		const siginfo_t *si = (const siginfo_t *)(buf + i * SIGINFO_SIZE);
+		const siginfo_t *si = (const siginfo_t *)(buf + i * SI_MAX_SIZE);
 
 		if (si->si_signo == sig && si->si_code == code)
 			return si;
@@ -391,7 +391,7 @@ TEST_F(ptrace, windows_at_offsets_identical)
 			args.flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0;
 			r = ptrace(PTRACE_PEEKSIGINFO, self->pid, &args, self->buf);
 			ASSERT_EQ(want, r) TH_LOG("queue %d off %u", shared, win[i].off);
-			EXPECT_EQ(0, records_equal(p->rec[shared] + win[i].off * SIGINFO_SIZE,
+			EXPECT_EQ(0, records_equal(p->rec[shared] + win[i].off * SI_MAX_SIZE,
 						   self->buf, r, "pread vs ptrace window"));
 		}
 	}

@@ -129,9 +129,9 @@ static long job_blocking_read(void *arg)
 
 	if (fd < 0)
 		return -1;
-	r = read(fd, rj->rec, SIGINFO_SIZE);
+	r = read(fd, rj->rec, SI_MAX_SIZE);
 	close(fd);
-	rj->n = r / SIGINFO_SIZE;
+	rj->n = r / SI_MAX_SIZE;
 	return r;
 }
 
@@ -166,7 +166,7 @@ static long job_count_private(void *arg)
 		return -1;
 	r = sfd_peek(fd, rec, 64, SFD_PER_THREAD_QUEUE_OFFSET);
 	close(fd);
-	return r < 0 ? r : r / SIGINFO_SIZE;
+	return r < 0 ? r : r / SI_MAX_SIZE;
 }
 
 FIXTURE(queues)
@@ -228,7 +228,7 @@ static long shared_count(void)
 		return -1;
 	r = sfd_peek(fd, rec, 64, SFD_SHARED_QUEUE_OFFSET);
 	close(fd);
-	return r < 0 ? r : r / SIGINFO_SIZE;
+	return r < 0 ? r : r / SI_MAX_SIZE;
 }
 
 TEST_F(queues, private_reads_only_the_callers_queue)
@@ -348,7 +348,7 @@ TEST_F(queues, blocking_private_read_ignores_shared_arrivals)
 	EXPECT_EQ(-1, job_wait(w2, 300, &r));
 	ASSERT_EQ(0, to_thread(w2->tid, SIGRTMIN, 3));
 	ASSERT_EQ(0, job_wait(w2, 10000, &r));
-	EXPECT_EQ(SIGINFO_SIZE, r);
+	EXPECT_EQ(SI_MAX_SIZE, r);
 	EXPECT_EQ(3, rj.rec[0].si_value.sival_int);
 	EXPECT_EQ(1, shared_count());
 }
@@ -367,7 +367,7 @@ TEST_F(queues, blocking_group_read_ignores_private_arrivals)
 	EXPECT_EQ(-1, job_wait(w2, 300, &r));
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 2));
 	ASSERT_EQ(0, job_wait(w2, 10000, &r));
-	EXPECT_EQ(SIGINFO_SIZE, r);
+	EXPECT_EQ(SI_MAX_SIZE, r);
 	EXPECT_EQ(2, rj.rec[0].si_value.sival_int);
 	EXPECT_EQ(1, run_on(w2, job_count_private, NULL));
 }

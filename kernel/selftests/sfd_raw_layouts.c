@@ -81,7 +81,7 @@ static int via_sfd_raw(const struct layout_case *lc, struct gen_ctx *ctx,
 	if (!wait_pending(ctx->sig, 5000))
 		goto out;
 	memset(out, 0xa5, sizeof(*out));
-	if (read(fd, out, SIGINFO_SIZE) != SIGINFO_SIZE) {
+	if (read(fd, out, SI_MAX_SIZE) != SI_MAX_SIZE) {
 		printf("# read: %s\n", strerror(errno));
 		goto out;
 	}

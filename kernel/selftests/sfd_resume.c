@@ -105,8 +105,8 @@ static int check_window(int fd, const int *sigs, long long base,
 	int want = off >= n ? 0 : (n - off < count ? n - (int)off : count);
 	ssize_t r;
 
-	r = pread(fd, got, (size_t)count * SIGINFO_SIZE, base + off);
-	if (r != (ssize_t)want * SIGINFO_SIZE) {
+	r = pread(fd, got, (size_t)count * SI_MAX_SIZE, base + off);
+	if (r != (ssize_t)want * SI_MAX_SIZE) {
 		printf("# pread at %lld, %d records: %zd bytes, expected %d records\n",
 		       off, count, r, want);
 		return -1;
@@ -222,7 +222,7 @@ TEST_F(resume, dequeue_before_the_hint)
 
 	ASSERT_LE(0, rd);
 	ASSERT_EQ(0, check_batched(self->fd, self->both, self->base, 100, 1000));
-	ASSERT_EQ(10 * SIGINFO_SIZE, read(rd, deq, sizeof(deq)));
+	ASSERT_EQ(10 * SI_MAX_SIZE, read(rd, deq, sizeof(deq)));
 	for (i = 0; i < 10; i++) {
 		/* Lowest signal first, FIFO within it. */
 		EXPECT_EQ(SIGRTMIN, deq[i].si_signo);
@@ -245,7 +245,7 @@ TEST_F(resume, dequeue_of_the_hinted_entry)
 	/* Stop right before a SIGRTMIN entry, then dequeue up to and past it. */
 	ASSERT_EQ(0, check_batched(self->fd, self->both, self->base, 50, 200));
 	for (i = 0; i <= 101; i++) {
-		ASSERT_EQ(SIGINFO_SIZE, read(rd, got, SIGINFO_SIZE));
+		ASSERT_EQ(SI_MAX_SIZE, read(rd, got, SI_MAX_SIZE));
 		model_remove_if(got[0].si_signo, got[0].si_value.sival_int, 0);
 	}
 	ASSERT_EQ(0, check_window(self->fd, self->both, self->base, 200, 50));

@@ -66,7 +66,7 @@ static ssize_t dump_queue(int private_queue, void *buf)
 
 	if (fd < 0)
 		return -1;
-	memset(buf, 0xa5, MAXREC * SIGINFO_SIZE);
+	memset(buf, 0xa5, MAXREC * SI_MAX_SIZE);
 	n = peek_all(fd, queue_base(private_queue), buf, MAXREC, 7);
 	close(fd);
 	return n;
@@ -91,7 +91,7 @@ static int requeue(int private_queue, const void *buf, ssize_t n)
 
 	for (i = 0; i < n; i++) {
 		const siginfo_t *si = (const siginfo_t *)((const char *)buf +
-							  i * SIGINFO_SIZE);
+							  i * SI_MAX_SIZE);
 		int ret;
 
 		if (private_queue)
@@ -111,7 +111,7 @@ static int requeue(int private_queue, const void *buf, ssize_t n)
 /* Moves whatever sits in the other queue into the queue under test. */
 static int settle_into_target(struct rt_ctx *c)
 {
-	unsigned char buf[MAXREC * SIGINFO_SIZE], flushed[MAXREC * SIGINFO_SIZE];
+	unsigned char buf[MAXREC * SI_MAX_SIZE], flushed[MAXREC * SI_MAX_SIZE];
 	ssize_t n = dump_queue(!c->private_queue, buf);
 
 	if (n < 0)
@@ -297,7 +297,7 @@ static int dump_has(const unsigned char *buf, ssize_t n,
 
 	for (; exp->sig; exp++) {
 		for (; i < n; i++) {
-			const siginfo_t *si = (const siginfo_t *)(buf + i * SIGINFO_SIZE);
+			const siginfo_t *si = (const siginfo_t *)(buf + i * SI_MAX_SIZE);
 
 			if (si->si_signo == exp->sig && si->si_code == exp->code)
 				break;
@@ -306,7 +306,7 @@ static int dump_has(const unsigned char *buf, ssize_t n,
 			printf("# no sig %d code %d in the dump\n", exp->sig, exp->code);
 			return -1;
 		}
-		if (si_sys_private((const siginfo_t *)(buf + i * SIGINFO_SIZE))) {
+		if (si_sys_private((const siginfo_t *)(buf + i * SI_MAX_SIZE))) {
 			printf("# sig %d: si_sys_private leaked\n", exp->sig);
 			return -1;
 		}
@@ -318,11 +318,11 @@ static int dump_has(const unsigned char *buf, ssize_t n,
 FIXTURE(rt)
 {
 	struct rt_ctx c;
-	unsigned char dump1[MAXREC * SIGINFO_SIZE];
-	unsigned char flushed[MAXREC * SIGINFO_SIZE];
-	unsigned char dump2[MAXREC * SIGINFO_SIZE];
-	unsigned char other[MAXREC * SIGINFO_SIZE];
-	unsigned char final[MAXREC * SIGINFO_SIZE];
+	unsigned char dump1[MAXREC * SI_MAX_SIZE];
+	unsigned char flushed[MAXREC * SI_MAX_SIZE];
+	unsigned char dump2[MAXREC * SI_MAX_SIZE];
+	unsigned char other[MAXREC * SI_MAX_SIZE];
+	unsigned char final[MAXREC * SI_MAX_SIZE];
 	ssize_t n;	/* records in dump1 */
 };
 
@@ -391,13 +391,13 @@ static void roundtrip(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, requeue(target, self->dump1, n));
 	m = dump_queue(target, self->dump2);
 	ASSERT_EQ(n, m);
-	EXPECT_EQ(0, memcmp(self->dump1, self->dump2, n * SIGINFO_SIZE)) {
+	EXPECT_EQ(0, memcmp(self->dump1, self->dump2, n * SI_MAX_SIZE)) {
 		ssize_t i;
 
 		for (i = 0; i < n; i++)
 			siginfo_cmp("dump before vs after requeue",
-				    self->dump1 + i * SIGINFO_SIZE,
-				    self->dump2 + i * SIGINFO_SIZE);
+				    self->dump1 + i * SI_MAX_SIZE,
+				    self->dump2 + i * SI_MAX_SIZE);
 	}
 
 	/* Delivery gives back exactly the dumped bytes. */
@@ -478,9 +478,9 @@ TEST_F(rt, all_layouts_together)
  */
 struct thread_rt {
 	struct rt_ctx c;
-	unsigned char dump1[MAXREC * SIGINFO_SIZE];
-	unsigned char flushed[MAXREC * SIGINFO_SIZE];
-	unsigned char dump2[MAXREC * SIGINFO_SIZE];
+	unsigned char dump1[MAXREC * SI_MAX_SIZE];
+	unsigned char flushed[MAXREC * SI_MAX_SIZE];
+	unsigned char dump2[MAXREC * SI_MAX_SIZE];
 	ssize_t n;
 	int failed_step;
 	int err;
@@ -517,7 +517,7 @@ static void *thread_roundtrip_main(void *arg)
 		goto fail;
 	t->failed_step = 6;
 	if (dump_queue(1, t->dump2) != t->n ||
-	    memcmp(t->dump1, t->dump2, t->n * SIGINFO_SIZE))
+	    memcmp(t->dump1, t->dump2, t->n * SI_MAX_SIZE))
 		goto fail;
 	t->failed_step = 7;
 	m = flush_queue(1, t->flushed);
@@ -533,7 +533,7 @@ fail:
 TEST(nonleader_thread_restores_its_own_queue)
 {
 	static struct thread_rt t;
-	unsigned char empty[MAXREC * SIGINFO_SIZE];
+	unsigned char empty[MAXREC * SI_MAX_SIZE];
 	pthread_t thread;
 
 	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);

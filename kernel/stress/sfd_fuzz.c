@@ -166,7 +166,7 @@ static void fuzz_signalfd4(uint64_t *rs)
 	struct sfd *s = NULL;
 	const void *maskp;
 	int bad_mask = 0, expect, fd, flags, ret;
-	size_t size = KSIGSET_SIZE;
+	size_t size = KERNEL_SIGSET_SIZE;
 	sigset_t mask;
 	uint32_t d = rnd_below(rs, 10);
 
@@ -189,14 +189,14 @@ static void fuzz_signalfd4(uint64_t *rs)
 	case 0: maskp = NULL; bad_mask = 1; break;
 	case 1: maskp = unmapped; bad_mask = 1; break;
 	case 2: maskp = (const void *)0xffff888000000000UL; bad_mask = 1; break;
-	case 3: memcpy(&mask, ro_buf, KSIGSET_SIZE); maskp = ro_buf; break;
+	case 3: memcpy(&mask, ro_buf, KERNEL_SIGSET_SIZE); maskp = ro_buf; break;
 	default: break;
 	}
 	if (rnd_below(rs, 10) == 0)
 		size = sizes[rnd_below(rs, 6)];
 
 	/* The syscall's order of checks decides the one right answer. */
-	if (size != KSIGSET_SIZE)
+	if (size != KERNEL_SIGSET_SIZE)
 		expect = EINVAL;
 	else if (bad_mask)
 		expect = EFAULT;
@@ -249,12 +249,12 @@ static void *pick_buf(uint64_t *rs, enum buf_kind *kind)
 {
 	*kind = rnd_below(rs, 10) < 5 ? B_RW : (enum buf_kind)rnd_below(rs, B_NKINDS);
 	switch (*kind) {
-	case B_RW: return rw_buf + RECORD_SIZE * rnd_below(rs, 4) + rnd_below(rs, 2) * 3;
+	case B_RW: return rw_buf + SI_MAX_SIZE * rnd_below(rs, 4) + rnd_below(rs, 2) * 3;
 	case B_RO: return ro_buf;
 	case B_UNMAPPED: return unmapped;
 	case B_NULL: return NULL;
 	case B_KERNEL: return (void *)0xffff888000000000UL;
-	default: return edge_buf + PAGE - RECORD_SIZE * rnd_below(rs, 3) - rnd_below(rs, 2) * 5;
+	default: return edge_buf + PAGE - SI_MAX_SIZE * rnd_below(rs, 3) - rnd_below(rs, 2) * 5;
 	}
 }
 
@@ -296,11 +296,11 @@ static void check_records(const struct sfd *s, const uint8_t *buf, ssize_t n,
 {
 	ssize_t i;
 
-	if (n % RECORD_SIZE || (size_t)n > count) {
+	if (n % SI_MAX_SIZE || (size_t)n > count) {
 		note(&res->bad_result, "%s returned %zd for count %zu", what, n, count);
 		return;
 	}
-	for (i = 0; i < n; i += RECORD_SIZE) {
+	for (i = 0; i < n; i += SI_MAX_SIZE) {
 		uint32_t signo;
 
 		memcpy(&signo, buf + i, sizeof(signo));
@@ -308,7 +308,7 @@ static void check_records(const struct sfd *s, const uint8_t *buf, ssize_t n,
 			note(&res->bad_result, "%s: record of signal %u outside the fd's mask",
 			     what, signo);
 	}
-	res->records += n / RECORD_SIZE;
+	res->records += n / SI_MAX_SIZE;
 }
 
 static int errno_in(int e, const int *allowed)
@@ -329,7 +329,7 @@ static int pread_exact(const struct sfd *s, int fd, size_t count, off_t off,
 		return EBADF;
 	if (!s)
 		return fd == pipe_fds[0] ? ESPIPE : -1;
-	if (kind == B_RW && count < RECORD_SIZE)
+	if (kind == B_RW && count < SI_MAX_SIZE)
 		return EINVAL;
 	return -1;
 }
@@ -352,11 +352,11 @@ static void fuzz_pread(uint64_t *rs)
 	if (off == 0 && s && !s->nonblock)
 		off = 1;
 	/* Any count a user address range could hold must fit the buffer. */
-	if (kind == B_RW && count > RW_BUF_SIZE - 4 * RECORD_SIZE &&
+	if (kind == B_RW && count > RW_BUF_SIZE - 4 * SI_MAX_SIZE &&
 	    count <= ((size_t)1 << 47))
-		count = RW_BUF_SIZE - 4 * RECORD_SIZE;
+		count = RW_BUF_SIZE - 4 * SI_MAX_SIZE;
 	if (kind == B_RW) {
-		fill = count < 8192 ? count + RECORD_SIZE : 0;
+		fill = count < 8192 ? count + SI_MAX_SIZE : 0;
 		memset(buf, 0x5a, fill);
 	}
 	exact = pread_exact(s, fd, count, off, kind);
@@ -379,7 +379,7 @@ static void fuzz_pread(uint64_t *rs)
 		return;
 	}
 	if (kind != B_RW) {
-		if (n % RECORD_SIZE || (size_t)n > count)
+		if (n % SI_MAX_SIZE || (size_t)n > count)
 			note(&res->bad_result, "pread to a bad buffer returned %zd", n);
 		return;
 	}
@@ -434,7 +434,7 @@ static void fuzz_readv(uint64_t *rs)
 		     niov, (long long)off, strerror(errno));
 		return;
 	}
-	if (n % RECORD_SIZE || (size_t)n > total)
+	if (n % SI_MAX_SIZE || (size_t)n > total)
 		note(&res->bad_result, "readv op %d returned %zd of %zu", op, n, total);
 }
 
@@ -482,14 +482,14 @@ static void fuzz_misc(uint64_t *rs)
 	}
 	case 3:
 		res->exact_checks++;
-		if (write(s->fd, rw_buf, RECORD_SIZE) != -1 || errno != EINVAL)
+		if (write(s->fd, rw_buf, SI_MAX_SIZE) != -1 || errno != EINVAL)
 			note(&res->bad_exact, "write to a signalfd: not EINVAL (%s)", strerror(errno));
 		break;
 	case 4: {
 		loff_t off = pick_offset(rs);
 
 		ret = (int)splice(s->fd, rnd_below(rs, 2) ? &off : NULL, pipe_fds[1],
-				  NULL, RECORD_SIZE, SPLICE_F_NONBLOCK);
+				  NULL, SI_MAX_SIZE, SPLICE_F_NONBLOCK);
 		if (ret < 0 && errno != EINVAL && errno != ESPIPE && errno != EAGAIN)
 			note(&res->bad_errno, "splice from a signalfd: %s", strerror(errno));
 		break;
@@ -510,7 +510,7 @@ static void mixer_queue(uint64_t *rs)
 		SI_TKILL, SI_KERNEL, 1, 2, 3, 4, 5, 6, 7, 8,
 	};
 	int sig = fuzz_sigs[rnd_below(rs, (uint32_t)nfuzz_sigs)];
-	uint8_t si[RECORD_SIZE] = { 0 };
+	uint8_t si[SI_MAX_SIZE] = { 0 };
 	int i, ret;
 
 	for (i = 12; i < 48; i++)
@@ -527,7 +527,7 @@ static void mixer_queue(uint64_t *rs)
 
 static void mixer_step(uint64_t *rs, int drain_fd, timer_t *timers, int *armed)
 {
-	uint8_t buf[16 * RECORD_SIZE];
+	uint8_t buf[16 * SI_MAX_SIZE];
 	uint32_t d = rnd_below(rs, 100);
 	ssize_t n;
 
@@ -564,9 +564,9 @@ static void mixer_step(uint64_t *rs, int drain_fd, timer_t *timers, int *armed)
 		sigaction(sig, &ign, NULL);
 		sigaction(sig, &dfl, NULL);
 	} else {
-		n = read(drain_fd, buf, (1 + rnd_below(rs, 16)) * RECORD_SIZE);
+		n = read(drain_fd, buf, (1 + rnd_below(rs, 16)) * SI_MAX_SIZE);
 		if (n > 0)
-			atomic_fetch_sub(&pending_guess, n / RECORD_SIZE);
+			atomic_fetch_sub(&pending_guess, n / SI_MAX_SIZE);
 		if (d == 99)
 			atomic_store(&pending_guess, n > 0 ? MAX_PENDING / 2 : 0);
 	}
@@ -583,7 +583,7 @@ static void *mixer(void *arg)
 
 	(void)arg;
 	sigfillset(&all);
-	drain_fd = sys_signalfd4(-1, &all, KSIGSET_SIZE, SFD_NONBLOCK | SFD_GROUP);
+	drain_fd = sys_signalfd4(-1, &all, KERNEL_SIGSET_SIZE, SFD_NONBLOCK | SFD_GROUP);
 	while (!atomic_load(&stop)) {
 		mixer_step(&rs, drain_fd, timers, armed);
 		if (rnd_below(&rs, 64) == 0)
@@ -664,7 +664,7 @@ static void fuzz_child(double secs)
 	devnull = open("/dev/null", O_RDWR);
 	for (i = 0; i < NFDS; i++)
 		fds[i].fd = -1;
-	own_fd = sys_signalfd4(-1, &all, KSIGSET_SIZE, SFD_NONBLOCK | SFD_PRIVATE);
+	own_fd = sys_signalfd4(-1, &all, KERNEL_SIGSET_SIZE, SFD_NONBLOCK | SFD_PRIVATE);
 	{
 		static uint8_t altstack[65536];
 		stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
@@ -689,7 +689,7 @@ static void fuzz_child(double secs)
 
 		/* Only this thread can take its own queue's signals. */
 		if (d == 0)
-			while (read(own_fd, rw_buf, 64 * RECORD_SIZE) > 0)
+			while (read(own_fd, rw_buf, 64 * SI_MAX_SIZE) > 0)
 				;
 		if (d < 15)
 			fuzz_signalfd4(&rs);

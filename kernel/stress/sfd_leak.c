@@ -162,7 +162,7 @@ static void set_header(struct leak_case *c, const char *name, int signo,
 static const char *check_fields(const uint8_t *rec, const struct fields *fs,
 				char *why, size_t len)
 {
-	uint8_t defined[RECORD_SIZE] = { 0 };
+	uint8_t defined[SI_MAX_SIZE] = { 0 };
 	int i, b;
 
 	for (i = 0; i < fs->n; i++) {
@@ -177,7 +177,7 @@ static const char *check_fields(const uint8_t *rec, const struct fields *fs,
 			return why;
 		}
 	}
-	for (b = 0; b < RECORD_SIZE; b++) {
+	for (b = 0; b < SI_MAX_SIZE; b++) {
 		if (!defined[b] && rec[b]) {
 			snprintf(why, len, "byte %d outside the layout is %#x%s",
 				 b, rec[b], rec[b] == PATTERN ?
@@ -194,15 +194,15 @@ static int sfd_for(int signo, int flags)
 
 	sigemptyset(&m);
 	sigaddset(&m, signo);
-	return sys_signalfd4(-1, &m, KSIGSET_SIZE, flags | SFD_NONBLOCK);
+	return sys_signalfd4(-1, &m, KERNEL_SIGSET_SIZE, flags | SFD_NONBLOCK);
 }
 
 /* Frees sigqueue objects whose padding holds garbage (native only). */
 static void spray(void)
 {
 	int sig = SIGRTMIN + 12, fd = sfd_for(sig, SFD_RAW), i;
-	uint8_t buf[64 * RECORD_SIZE];
-	uint8_t si[RECORD_SIZE];
+	uint8_t buf[64 * SI_MAX_SIZE];
+	uint8_t si[SI_MAX_SIZE];
 
 	if (fd < 0)
 		return;
@@ -235,8 +235,8 @@ static int wait_pending(int signo)
 /* Reads the queued record three ways and checks each. */
 static int read_and_check(const struct leak_case *c, char *why, size_t len)
 {
-	uint8_t peek_raw[BUF_RECS * RECORD_SIZE], deq[BUF_RECS * RECORD_SIZE];
-	uint8_t peek_classic[BUF_RECS * RECORD_SIZE];
+	uint8_t peek_raw[BUF_RECS * SI_MAX_SIZE], deq[BUF_RECS * SI_MAX_SIZE];
+	uint8_t peek_classic[BUF_RECS * SI_MAX_SIZE];
 	off_t base = c->shared ? SFD_SHARED_QUEUE_OFFSET :
 				 SFD_PER_THREAD_QUEUE_OFFSET;
 	int raw = sfd_for(c->signo, SFD_RAW), classic = sfd_for(c->signo, 0);
@@ -258,18 +258,18 @@ static int read_and_check(const struct leak_case *c, char *why, size_t len)
 	close(raw);
 	close(classic);
 	for (i = 0; i < 3; i++) {
-		if (n[i] != RECORD_SIZE) {
+		if (n[i] != SI_MAX_SIZE) {
 			snprintf(why, len, "%s returned %zd, want one record (%s)",
 				 i == 0 ? "raw pread" : i == 1 ? "classic pread" :
 				 "raw read", n[i], n[i] < 0 ? strerror(errno) : "");
 			return -1;
 		}
 	}
-	if (memcmp(peek_raw, deq, RECORD_SIZE)) {
+	if (memcmp(peek_raw, deq, SI_MAX_SIZE)) {
 		snprintf(why, len, "the dequeued record differs from the peeked one");
 		return -1;
 	}
-	for (i = RECORD_SIZE; i < (int)sizeof(deq); i++) {
+	for (i = SI_MAX_SIZE; i < (int)sizeof(deq); i++) {
 		if (peek_raw[i] != PATTERN || peek_classic[i] != PATTERN ||
 		    deq[i] != PATTERN) {
 			snprintf(why, len, "byte %d past the returned count written", i);
@@ -292,7 +292,7 @@ static int read_and_check(const struct leak_case *c, char *why, size_t len)
 /* Queues @c with rt_sigqueueinfo(): its exact raw fields are the record. */
 static int queue_user(const struct leak_case *c)
 {
-	uint8_t si[RECORD_SIZE] = { 0 };
+	uint8_t si[SI_MAX_SIZE] = { 0 };
 	int i;
 
 	for (i = 0; i < c->raw.n; i++)
@@ -645,7 +645,7 @@ static int build_user_cases(struct leak_case *cs)
 static void batch_case(struct leak_case *user, int nuser)
 {
 	enum { NREC = 150 };
-	static uint8_t buf[(NREC + 2) * RECORD_SIZE];
+	static uint8_t buf[(NREC + 2) * SI_MAX_SIZE];
 	int sig = SIGRTMIN + 11, fd = sfd_for(sig, SFD_RAW), i, bad = -1;
 	char why[200] = "";
 	ssize_t n;
@@ -663,22 +663,22 @@ static void batch_case(struct leak_case *user, int nuser)
 	}
 	memset(buf, PATTERN, sizeof(buf));
 	n = pread(fd, buf, sizeof(buf), SFD_SHARED_QUEUE_OFFSET);
-	for (i = 0; n == NREC * RECORD_SIZE && i < NREC && bad < 0; i++) {
+	for (i = 0; n == NREC * SI_MAX_SIZE && i < NREC && bad < 0; i++) {
 		struct leak_case c = user[i % nuser];
 
 		if (c.signo < SIGRTMIN)
 			c = user[nuser - 1 - i % 4];
 		c.raw.f[0].val = (uint32_t)sig;
-		if (check_fields(buf + i * RECORD_SIZE, &c.raw, why, sizeof(why)))
+		if (check_fields(buf + i * SI_MAX_SIZE, &c.raw, why, sizeof(why)))
 			bad = i;
 	}
-	for (i = NREC * RECORD_SIZE; i < (int)sizeof(buf) && bad < 0; i++)
+	for (i = NREC * SI_MAX_SIZE; i < (int)sizeof(buf) && bad < 0; i++)
 		if (buf[i] != PATTERN)
 			bad = NREC;
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
 	close(fd);
-	tap_result(n == NREC * RECORD_SIZE && bad < 0,
+	tap_result(n == NREC * SI_MAX_SIZE && bad < 0,
 		   "%s: %d mixed-layout records in one pread (got %zd bytes)%s%s",
 		   ABI, NREC, n, bad >= 0 ? ": " : "", why);
 }

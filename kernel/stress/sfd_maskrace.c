@@ -34,7 +34,7 @@ static void *flipper(void *arg)
 			atomic_fetch_add(&idle_passes, 1);
 			continue;
 		}
-		sys_signalfd4(fd, flip ? &mask_x : &mask_xy, KSIGSET_SIZE, SFD_RAW);
+		sys_signalfd4(fd, flip ? &mask_x : &mask_xy, KERNEL_SIGSET_SIZE, SFD_RAW);
 		flip = !flip;
 	}
 	return NULL;
@@ -66,14 +66,14 @@ static int queue_value(int sig, int value)
 /* Returns 0, or 1 after printing the first pread that is out of place. */
 static int check_indexes(int iteration)
 {
-	uint8_t rec[RECORD_SIZE];
+	uint8_t rec[SI_MAX_SIZE];
 	const siginfo_t *si = (const siginfo_t *)rec;
 	int k;
 
 	for (k = NPAIRS; k >= 0; k--) {
 		ssize_t n = pread(fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET + k);
 		int good = k == NPAIRS ? n == 0 :
-			   n == RECORD_SIZE && si->si_signo == sig_x &&
+			   n == SI_MAX_SIZE && si->si_signo == sig_x &&
 			   si->si_value.sival_int == k;
 
 		if (!good) {
@@ -88,29 +88,29 @@ static int check_indexes(int iteration)
 
 static int one_round(int iteration)
 {
-	uint8_t drain[64 * RECORD_SIZE];
+	uint8_t drain[64 * SI_MAX_SIZE];
 	uint8_t *buf;
 	int k, bad;
 
 	/* A fresh buffer: its page faults widen the window between batches. */
-	buf = mmap(NULL, NPAIRS * RECORD_SIZE, PROT_READ | PROT_WRITE,
+	buf = mmap(NULL, NPAIRS * SI_MAX_SIZE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
 		return -1;
 	for (k = 0; k < NPAIRS; k++)
 		if (queue_value(sig_y, k) || queue_value(sig_x, k))
 			return -1;
-	sys_signalfd4(fd, &mask_xy, KSIGSET_SIZE, SFD_RAW);
+	sys_signalfd4(fd, &mask_xy, KERNEL_SIGSET_SIZE, SFD_RAW);
 	atomic_store(&flipping, 1);
-	if (pread(fd, buf, NPAIRS * RECORD_SIZE, SFD_SHARED_QUEUE_OFFSET) < 0)
+	if (pread(fd, buf, NPAIRS * SI_MAX_SIZE, SFD_SHARED_QUEUE_OFFSET) < 0)
 		return -1;
 	pause_flipper();
-	sys_signalfd4(fd, &mask_x, KSIGSET_SIZE, SFD_RAW);
+	sys_signalfd4(fd, &mask_x, KERNEL_SIGSET_SIZE, SFD_RAW);
 	bad = check_indexes(iteration);
-	sys_signalfd4(fd, &mask_xy, KSIGSET_SIZE, SFD_RAW);
+	sys_signalfd4(fd, &mask_xy, KERNEL_SIGSET_SIZE, SFD_RAW);
 	while (read(fd, drain, sizeof(drain)) > 0)
 		;
-	munmap(buf, NPAIRS * RECORD_SIZE);
+	munmap(buf, NPAIRS * SI_MAX_SIZE);
 	return bad;
 }
 
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask_x, sig_x);
 	mask_xy = mask_x;
 	sigaddset(&mask_xy, sig_y);
-	fd = sys_signalfd4(-1, &mask_xy, KSIGSET_SIZE, SFD_RAW | SFD_NONBLOCK);
+	fd = sys_signalfd4(-1, &mask_xy, KERNEL_SIGSET_SIZE, SFD_RAW | SFD_NONBLOCK);
 	if (fd < 0 || pthread_create(&th, NULL, flipper, NULL)) {
 		printf("Bail out! setup: %s\n", strerror(errno));
 		return 1;

@@ -70,7 +70,7 @@ static int sfd(int flags, int s1, int s2)
 	sigaddset(&m, s1);
 	if (s2)
 		sigaddset(&m, s2);
-	return sys_signalfd4(-1, &m, KSIGSET_SIZE, flags | SFD_RAW | SFD_NONBLOCK);
+	return sys_signalfd4(-1, &m, KERNEL_SIGSET_SIZE, flags | SFD_RAW | SFD_NONBLOCK);
 }
 
 static int queue_rec(int sig, uint32_t seq, pid_t tid)
@@ -114,7 +114,7 @@ static void *reader_main(void *arg)
 	r->tid = sys_gettid();
 	while (!r->go)
 		usleep(200);
-	r->n = pread(r->fd, r->buf, NREC * RECORD_SIZE, r->off);
+	r->n = pread(r->fd, r->buf, NREC * SI_MAX_SIZE, r->off);
 	r->err = r->n < 0 ? errno : 0;
 	return NULL;
 }
@@ -236,11 +236,11 @@ static const char *check_read(const struct reader *r, int all, int victim_code)
 
 	if (r->n < 0)
 		return strerror(r->err);
-	if (r->n != want * RECORD_SIZE)
+	if (r->n != want * SI_MAX_SIZE)
 		return all ? "not every record (the pinned entry stayed)" :
 			     "not exactly the first batch (short read expected)";
 	for (i = 0; i < want; i++) {
-		const siginfo_t *si = (const siginfo_t *)(r->buf + i * RECORD_SIZE);
+		const siginfo_t *si = (const siginfo_t *)(r->buf + i * SI_MAX_SIZE);
 
 		if (i == BATCH && all) {
 			if (si->si_signo != S_VICT || si->si_code != victim_code)
@@ -256,17 +256,17 @@ static const char *check_read(const struct reader *r, int all, int victim_code)
 /* Reads the whole queue and checks fills 0..98 and the victim's place. */
 static const char *check_queue(int per_thread, int victim_at)
 {
-	static uint8_t buf[(NREC + 8) * RECORD_SIZE];
+	static uint8_t buf[(NREC + 8) * SI_MAX_SIZE];
 	off_t off = per_thread ? SFD_PER_THREAD_QUEUE_OFFSET : SFD_SHARED_QUEUE_OFFSET;
 	int fd = sfd(0, S_FILL, S_VICT), i, fill = 0, want;
 	ssize_t n = pread(fd, buf, sizeof(buf), off);
 
 	close(fd);
 	want = NREC - 1 + (victim_at >= 0);
-	if (n != want * RECORD_SIZE)
+	if (n != want * SI_MAX_SIZE)
 		return "the queue does not hold what is left";
 	for (i = 0; i < want; i++) {
-		const siginfo_t *si = (const siginfo_t *)(buf + i * RECORD_SIZE);
+		const siginfo_t *si = (const siginfo_t *)(buf + i * SI_MAX_SIZE);
 
 		if (i == victim_at) {
 			if (si->si_signo != S_VICT)
@@ -281,7 +281,7 @@ static const char *check_queue(int per_thread, int victim_at)
 
 static void drain(int per_thread)
 {
-	uint8_t buf[64 * RECORD_SIZE];
+	uint8_t buf[64 * SI_MAX_SIZE];
 	int fd = sfd(per_thread ? SFD_PRIVATE : SFD_GROUP, S_FILL, S_VICT);
 
 	while (read(fd, buf, sizeof(buf)) > 0)
@@ -318,12 +318,12 @@ static int fill_queue(pid_t tid, int timer_kind, timer_t *timer)
 
 static int take_victim(void)
 {
-	uint8_t buf[RECORD_SIZE];
+	uint8_t buf[SI_MAX_SIZE];
 	int fd = sfd(SFD_GROUP, S_VICT, 0);
 	ssize_t n = read(fd, buf, sizeof(buf));
 
 	close(fd);
-	return n == RECORD_SIZE ? 0 : -1;
+	return n == SI_MAX_SIZE ? 0 : -1;
 }
 
 static void ignore_victim(void)
@@ -474,7 +474,7 @@ static void run_mask_change(void)
 {
 	struct blocked b = { .nreaders = 1 };
 	struct reader *r = &b.rd[0];
-	uint8_t rec[RECORD_SIZE];
+	uint8_t rec[SI_MAX_SIZE];
 	const siginfo_t *si = (const siginfo_t *)rec;
 	const char *why = NULL;
 	ssize_t n = -1;
@@ -499,7 +499,7 @@ static void run_mask_change(void)
 		why = "the pread never blocked";
 	sigemptyset(&only_x);
 	sigaddset(&only_x, S_FILL);
-	if (!why && sys_signalfd4(r->fd, &only_x, KSIGSET_SIZE, SFD_RAW) != r->fd)
+	if (!why && sys_signalfd4(r->fd, &only_x, KERNEL_SIGSET_SIZE, SFD_RAW) != r->fd)
 		why = "signalfd4 mask change failed";
 	release_readers(&b, 0);
 	if (!why) {
@@ -509,11 +509,11 @@ static void run_mask_change(void)
 	}
 	if (!why) {
 		n = pread(r->fd, rec, sizeof(rec), SFD_SHARED_QUEUE_OFFSET + NREC - 1);
-		if (n != RECORD_SIZE || si->si_signo != S_FILL ||
+		if (n != SI_MAX_SIZE || si->si_signo != S_FILL ||
 		    si->si_value.sival_int != NREC - 1)
 			why = "the last selected entry is not at its index";
 	}
-	if (why && n == RECORD_SIZE)
+	if (why && n == SI_MAX_SIZE)
 		tap_diag("mask change: got signal %d value %d", si->si_signo,
 			 si->si_value.sival_int);
 	drain(0);

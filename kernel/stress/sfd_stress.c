@@ -231,7 +231,7 @@ static const char *check_layout_bytes(const uint8_t *b, int raw, int layout)
 	if (raw) {
 		size_t end = layout == 2 ? 24 : 32;
 
-		if (!zero_range(b, 12, 16) || !zero_range(b, end, RECORD_SIZE))
+		if (!zero_range(b, 12, 16) || !zero_range(b, end, SI_MAX_SIZE))
 			return "non-zero byte beyond the siginfo layout";
 		return NULL;
 	}
@@ -243,7 +243,7 @@ static const char *check_layout_bytes(const uint8_t *b, int raw, int layout)
 			return "non-zero signalfd_siginfo field outside the layout";
 		pos = r[i + 1];
 	}
-	if (!zero_range(b, pos, RECORD_SIZE))
+	if (!zero_range(b, pos, SI_MAX_SIZE))
 		return "non-zero signalfd_siginfo tail";
 	return NULL;
 }
@@ -348,13 +348,13 @@ static void check_peek(const uint8_t *buf, ssize_t n, size_t asked,
 		report(E_SYSCALL, "%s pread: %s", what, strerror(errno));
 		return;
 	}
-	if (n % RECORD_SIZE || (size_t)n > asked) {
+	if (n % SI_MAX_SIZE || (size_t)n > asked) {
 		report(E_TORN, "%s pread returned %zd for %zu", what, n, asked);
 		return;
 	}
 	memset(last, 0xff, sizeof(last));
-	for (i = 0; i < n / RECORD_SIZE; i++) {
-		const uint8_t *b = buf + i * RECORD_SIZE;
+	for (i = 0; i < n / SI_MAX_SIZE; i++) {
+		const uint8_t *b = buf + i * SI_MAX_SIZE;
 		const char *why = validate(b, c, &r, &kind);
 		int sender;
 
@@ -374,7 +374,7 @@ static void check_peek(const uint8_t *buf, ssize_t n, size_t asked,
 			       what, sender, r.uid, (long long)last[sender][0]);
 		last[sender][0] = r.uid;
 	}
-	atomic_fetch_add(&st_peeked, n / RECORD_SIZE);
+	atomic_fetch_add(&st_peeked, n / SI_MAX_SIZE);
 }
 
 static void account_dequeued(const struct rec *r)
@@ -406,12 +406,12 @@ static void check_dequeue(const uint8_t *buf, ssize_t n, const struct vctx *c,
 			report(E_SYSCALL, "%s read: %s", what, strerror(errno));
 		return;
 	}
-	if (n % RECORD_SIZE) {
+	if (n % SI_MAX_SIZE) {
 		report(E_TORN, "%s read returned %zd", what, n);
 		return;
 	}
-	for (i = 0; i < n / RECORD_SIZE; i++) {
-		const char *why = validate(buf + i * RECORD_SIZE, c, &r, &kind);
+	for (i = 0; i < n / SI_MAX_SIZE; i++) {
+		const char *why = validate(buf + i * SI_MAX_SIZE, c, &r, &kind);
 
 		if (why) {
 			report(kind, "%s dequeued record: %s (signo %d code %d errno %d tid %d)",
@@ -420,7 +420,7 @@ static void check_dequeue(const uint8_t *buf, ssize_t n, const struct vctx *c,
 		}
 		account_dequeued(&r);
 	}
-	atomic_fetch_add(&st_dequeued, n / RECORD_SIZE);
+	atomic_fetch_add(&st_dequeued, n / SI_MAX_SIZE);
 }
 
 static void sh_handler(int sig, siginfo_t *si, void *uc)
@@ -453,7 +453,7 @@ static void random_peek(uint64_t *rs, uint8_t *buf, int shared)
 	struct vctx c = { .shared = shared, .tid = sys_gettid() };
 	long depth = atomic_load(&outstanding) + 8;
 	int which = (int)rnd_below(rs, 4);
-	size_t asked = counts[rnd_below(rs, 9)] * RECORD_SIZE;
+	size_t asked = counts[rnd_below(rs, 9)] * SI_MAX_SIZE;
 	off_t base = shared ? SFD_SHARED_QUEUE_OFFSET :
 			      SFD_PER_THREAD_QUEUE_OFFSET;
 	off_t off = base + rnd_below(rs, (uint32_t)(depth > 0 ? depth : 1));
@@ -465,7 +465,7 @@ static void random_peek(uint64_t *rs, uint8_t *buf, int shared)
 		off = base;
 	/* An odd count that is not a multiple of the record size. */
 	if (rnd_below(rs, 8) == 0)
-		asked += rnd_below(rs, RECORD_SIZE);
+		asked += rnd_below(rs, SI_MAX_SIZE);
 	switch (which) {
 	case 0: fd = fd_raw; c.raw = 1; c.allowed = &mask_peek; break;
 	case 1: fd = fd_dup; c.raw = 1; c.allowed = &mask_peek; break;
@@ -476,7 +476,7 @@ static void random_peek(uint64_t *rs, uint8_t *buf, int shared)
 	n = pread(fd, buf, asked, off);
 	note_pread_time(t0);
 	atomic_fetch_add(&st_preads, 1);
-	check_peek(buf, n, asked - asked % RECORD_SIZE, &c,
+	check_peek(buf, n, asked - asked % SI_MAX_SIZE, &c,
 		   shared ? "shared" : "per-thread");
 }
 
@@ -489,7 +489,7 @@ static void chunked_walk(uint64_t *rs, uint8_t *buf, int shared)
 	};
 	off_t off = shared ? SFD_SHARED_QUEUE_OFFSET :
 			     SFD_PER_THREAD_QUEUE_OFFSET;
-	size_t chunk = (1 + rnd_below(rs, 5)) * RECORD_SIZE;
+	size_t chunk = (1 + rnd_below(rs, 5)) * SI_MAX_SIZE;
 	int steps;
 
 	for (steps = 0; steps < 64; steps++) {
@@ -503,7 +503,7 @@ static void chunked_walk(uint64_t *rs, uint8_t *buf, int shared)
 			break;
 		if ((size_t)n < chunk)
 			atomic_fetch_add(&st_short_walks, 1);
-		off += n / RECORD_SIZE;
+		off += n / SI_MAX_SIZE;
 	}
 	atomic_fetch_add(&st_full_walks, 1);
 }
@@ -511,7 +511,7 @@ static void chunked_walk(uint64_t *rs, uint8_t *buf, int shared)
 static void random_dequeue(uint64_t *rs, uint8_t *buf)
 {
 	struct vctx c = { .tid = sys_gettid(), .allowed = &mask_all };
-	size_t asked = (1 + rnd_below(rs, 16)) * RECORD_SIZE;
+	size_t asked = (1 + rnd_below(rs, 16)) * SI_MAX_SIZE;
 	const char *what;
 	ssize_t n;
 	int fd;
@@ -583,7 +583,7 @@ static void final_peek_and_drain(int shared, uint8_t *buf)
 	off_t off = shared ? SFD_SHARED_QUEUE_OFFSET :
 			     SFD_PER_THREAD_QUEUE_OFFSET;
 	int drain_fd = shared ? fd_final_group : fd_private;
-	uint8_t *peeked = malloc(cap * RECORD_SIZE);
+	uint8_t *peeked = malloc(cap * SI_MAX_SIZE);
 	struct vctx c = {
 		.shared = shared, .tid = sys_gettid(), .allowed = &mask_all,
 		.raw = 1,
@@ -599,23 +599,23 @@ static void final_peek_and_drain(int shared, uint8_t *buf)
 	}
 	for (;;) {
 		if (have == cap) {
-			uint8_t *p = realloc(peeked, 2 * cap * RECORD_SIZE);
+			uint8_t *p = realloc(peeked, 2 * cap * SI_MAX_SIZE);
 
 			if (!p)
 				break;
 			peeked = p;
 			cap *= 2;
 		}
-		n = pread(fd_final_peek, peeked + have * RECORD_SIZE,
-			  (cap - have) * RECORD_SIZE, off + (off_t)have);
+		n = pread(fd_final_peek, peeked + have * SI_MAX_SIZE,
+			  (cap - have) * SI_MAX_SIZE, off + (off_t)have);
 		if (n < 0)
 			report(E_SYSCALL, "final pread: %s", strerror(errno));
 		if (n <= 0)
 			break;
-		have += n / RECORD_SIZE;
+		have += n / SI_MAX_SIZE;
 	}
 	for (i = 0; i < have; i++) {
-		const uint8_t *b = peeked + i * RECORD_SIZE;
+		const uint8_t *b = peeked + i * SI_MAX_SIZE;
 		const char *why = validate(b, &c, &r, &kind);
 		int sender = r.pid & 0xffffff;
 
@@ -639,18 +639,18 @@ static void final_peek_and_drain(int shared, uint8_t *buf)
 	 */
 	memset(next_of_sig, 0, sizeof(next_of_sig));
 	for (;;) {
-		n = read(drain_fd, buf, BUF_RECS * RECORD_SIZE);
+		n = read(drain_fd, buf, BUF_RECS * SI_MAX_SIZE);
 		if (n <= 0)
 			break;
-		for (i = 0; i < (size_t)n / RECORD_SIZE; i++, drained++) {
-			const uint8_t *d = buf + i * RECORD_SIZE;
+		for (i = 0; i < (size_t)n / SI_MAX_SIZE; i++, drained++) {
+			const uint8_t *d = buf + i * SI_MAX_SIZE;
 			int sig = d[0] & 63;
 			size_t *k = &next_of_sig[sig];
 
-			while (*k < have && peeked[*k * RECORD_SIZE] != d[0])
+			while (*k < have && peeked[*k * SI_MAX_SIZE] != d[0])
 				(*k)++;
 			if (*k >= have ||
-			    memcmp(d, peeked + *k * RECORD_SIZE, RECORD_SIZE))
+			    memcmp(d, peeked + *k * SI_MAX_SIZE, SI_MAX_SIZE))
 				report(E_FINAL, "%s queue: drained record %zu (signal %d) is not the next peeked one (%zu peeked)",
 				       shared ? "shared" : "per-thread", drained, d[0], have);
 			else
@@ -665,7 +665,7 @@ static void final_peek_and_drain(int shared, uint8_t *buf)
 
 static uint8_t *alloc_buf(void)
 {
-	uint8_t *buf = malloc(BUF_RECS * RECORD_SIZE + RECORD_SIZE);
+	uint8_t *buf = malloc(BUF_RECS * SI_MAX_SIZE + SI_MAX_SIZE);
 
 	if (!buf) {
 		perror("malloc");
@@ -720,7 +720,7 @@ static void *churn_thread(void *arg)
 	slots[idx].alive = 0;
 	pthread_mutex_unlock(&slots[idx].lock);
 	do {
-		n = read(fd_private, buf, BUF_RECS * RECORD_SIZE);
+		n = read(fd_private, buf, BUF_RECS * SI_MAX_SIZE);
 		check_dequeue(buf, n, &c, "churn drain");
 	} while (n > 0);
 	free(buf);
@@ -965,7 +965,7 @@ static void *flush_thread(void *arg)
 static void expect_mode_einval(int fd, int flags, const sigset_t *mask,
 			       const char *what)
 {
-	if (sys_signalfd4(fd, mask, KSIGSET_SIZE, flags) != -1 ||
+	if (sys_signalfd4(fd, mask, KERNEL_SIGSET_SIZE, flags) != -1 ||
 	    errno != EINVAL)
 		report(E_MODE, "signalfd4 on %s accepted flags %#x", what, flags);
 }
@@ -981,7 +981,7 @@ static void *toggle_thread(void *arg)
 		const sigset_t *m = flip ? &mask_toggle_a : &mask_toggle_b;
 
 		flip = !flip;
-		if (sys_signalfd4(fd_toggle, m, KSIGSET_SIZE, SFD_NONBLOCK) != fd_toggle)
+		if (sys_signalfd4(fd_toggle, m, KERNEL_SIGSET_SIZE, SFD_NONBLOCK) != fd_toggle)
 			report(E_SYSCALL, "signalfd4 mask change: %s", strerror(errno));
 		atomic_fetch_add(&st_mask_changes, 1);
 		switch (rnd_below(&rs, 16)) {
@@ -1013,13 +1013,13 @@ static ssize_t child_peek_all(int fd, off_t base, uint8_t *buf, size_t cap)
 	ssize_t n;
 
 	while (have < cap) {
-		n = pread(fd, buf + have * RECORD_SIZE,
-			  (cap - have) * RECORD_SIZE, base + (off_t)have);
+		n = pread(fd, buf + have * SI_MAX_SIZE,
+			  (cap - have) * SI_MAX_SIZE, base + (off_t)have);
 		if (n < 0)
 			return -1;
 		if (n == 0)
 			break;
-		have += (size_t)n / RECORD_SIZE;
+		have += (size_t)n / SI_MAX_SIZE;
 	}
 	return (ssize_t)have;
 }
@@ -1039,7 +1039,7 @@ static int child_check_queue(const uint8_t *buf, ssize_t n, int shared,
 	if (n != want)
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (validate(buf + i * RECORD_SIZE, &c, &r, &kind) ||
+		if (validate(buf + i * SI_MAX_SIZE, &c, &r, &kind) ||
 		    (r.pid & 0xffffff) != CHILD_SENDER || (int64_t)r.uid <= last)
 			return 0;
 		last = r.uid;
@@ -1054,7 +1054,7 @@ static int child_check_queue(const uint8_t *buf, ssize_t n, int shared,
  */
 static int child_main(void)
 {
-	static uint8_t buf[4 * CHILD_PER_QUEUE * RECORD_SIZE];
+	static uint8_t buf[4 * CHILD_PER_QUEUE * SI_MAX_SIZE];
 	const int all = CHILD_PER_QUEUE + CHILD_SX;
 	double deadline = now_s() + 30;
 	int ok = 0, total = 0, q;
@@ -1077,7 +1077,7 @@ static int child_main(void)
 			n = child_peek_all(fd_both, base, buf, 4 * CHILD_PER_QUEUE);
 			ok &= child_check_queue(buf, n, q, all);
 		}
-		sys_signalfd4(fd_toggle, &mask_toggle_a, KSIGSET_SIZE, 0);
+		sys_signalfd4(fd_toggle, &mask_toggle_a, KERNEL_SIGSET_SIZE, 0);
 		if (!ok)
 			usleep(1000);
 	}
@@ -1089,14 +1089,14 @@ static int child_main(void)
 		n = read(fd_both, buf, sizeof(buf));
 		if (n <= 0)
 			break;
-		total += (int)(n / RECORD_SIZE);
+		total += (int)(n / SI_MAX_SIZE);
 	}
 	if (total != 2 * all) {
 		child_say("drain count differs from what was queued");
 		return 3;
 	}
-	if (pread(fd_both, buf, RECORD_SIZE, SFD_SHARED_QUEUE_OFFSET) != 0 ||
-	    pread(fd_both, buf, RECORD_SIZE, SFD_PER_THREAD_QUEUE_OFFSET) != 0) {
+	if (pread(fd_both, buf, SI_MAX_SIZE, SFD_SHARED_QUEUE_OFFSET) != 0 ||
+	    pread(fd_both, buf, SI_MAX_SIZE, SFD_PER_THREAD_QUEUE_OFFSET) != 0) {
 		child_say("queues not empty after the drain");
 		return 4;
 	}
@@ -1182,7 +1182,7 @@ static void make_sets(void)
 
 static int open_sfd(const sigset_t *mask, int flags)
 {
-	int fd = sys_signalfd4(-1, mask, KSIGSET_SIZE, flags | SFD_NONBLOCK);
+	int fd = sys_signalfd4(-1, mask, KERNEL_SIGSET_SIZE, flags | SFD_NONBLOCK);
 
 	if (fd < 0) {
 		printf("Bail out! signalfd4(flags %#x): %s\n", flags,

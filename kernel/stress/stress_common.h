@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Shared by the signalfd stress, fuzz and leak programs: TAP output, raw
- * syscalls, a deterministic per-thread PRNG and the probe that tells a
- * kernel without the pending-signal interface apart from a broken one.
+ * syscalls, a deterministic per-thread PRNG, and a TAP skip for a kernel
+ * without the pending-signal interface (<sigmig/sfd_probe.h> tells it
+ * apart from a broken one).
  */
 #ifndef SFD_STRESS_COMMON_H
 #define SFD_STRESS_COMMON_H
@@ -21,11 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
-#include <sigmig/sfd.h>
-
-/* The kernel's sigset_t is one 64-bit word on x86 (and 2 x 32 for compat). */
-#define KSIGSET_SIZE	8
-#define RECORD_SIZE	128
+#include <sigmig/sfd_probe.h>
 
 static inline pid_t sys_gettid(void)
 {
@@ -124,27 +121,6 @@ static inline void tap_diag(const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	fflush(stdout);
-}
-
-/*
- * 1 if the running kernel has the interface, 0 if it lacks it (an
- * unpatched kernel rejects SFD_RAW with EINVAL and pread with ESPIPE).
- */
-static inline int sfd_interface_present(void)
-{
-	char buf[RECORD_SIZE];
-	sigset_t mask;
-	ssize_t n;
-	int fd;
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGUSR2);
-	fd = sys_signalfd4(-1, &mask, KSIGSET_SIZE, SFD_RAW | SFD_NONBLOCK);
-	if (fd < 0)
-		return 0;
-	n = pread(fd, buf, sizeof(buf), SFD_SHARED_QUEUE_OFFSET);
-	close(fd);
-	return n >= 0;
 }
 
 /* TAP "skip everything" for a kernel without the interface. */

@@ -24,13 +24,13 @@ __thread struct rt_thread *sigmig_self;
 
 static int rawbuf_reserve(struct rawbuf *b, size_t records)
 {
-	size_t bytes = records * SIGMIG_SIGINFO_SIZE;
+	size_t bytes = records * SI_MAX_SIZE;
 	void *p;
 
 	if (records <= b->cap)
 		return 0;
 	if (b->data)
-		p = mremap(b->data, b->cap * SIGMIG_SIGINFO_SIZE, bytes, MREMAP_MAYMOVE);
+		p = mremap(b->data, b->cap * SI_MAX_SIZE, bytes, MREMAP_MAYMOVE);
 	else
 		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -44,7 +44,7 @@ static int rawbuf_reserve(struct rawbuf *b, size_t records)
 void sigmig_rawbuf_free(struct rawbuf *b)
 {
 	if (b->data)
-		munmap(b->data, b->cap * SIGMIG_SIGINFO_SIZE);
+		munmap(b->data, b->cap * SI_MAX_SIZE);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -60,7 +60,7 @@ int sigmig_peek_queue(int shared, struct rawbuf *out, char *err, size_t errlen)
 	int fd, ret = 0;
 
 	out->count = 0;
-	fd = (int)syscall(SYS_signalfd4, -1, &mask, (size_t)8,
+	fd = (int)syscall(SYS_signalfd4, -1, &mask, (size_t)KERNEL_SIGSET_SIZE,
 			  SFD_RAW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
@@ -80,8 +80,8 @@ int sigmig_peek_queue(int shared, struct rawbuf *out, char *err, size_t errlen)
 			snprintf(err, errlen, "out of memory peeking %zu signals", out->count);
 			break;
 		}
-		n = pread(fd, out->data + out->count * SIGMIG_SIGINFO_SIZE,
-			  PEEK_BATCH * SIGMIG_SIGINFO_SIZE, base + (long long)out->count);
+		n = pread(fd, out->data + out->count * SI_MAX_SIZE,
+			  PEEK_BATCH * SI_MAX_SIZE, base + (long long)out->count);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -90,15 +90,15 @@ int sigmig_peek_queue(int shared, struct rawbuf *out, char *err, size_t errlen)
 				 shared ? "shared" : "private", out->count, strerror(errno));
 			break;
 		}
-		if (n % SIGMIG_SIGINFO_SIZE) {
+		if (n % SI_MAX_SIZE) {
 			ret = -EIO;
 			snprintf(err, errlen, "pread(signalfd) returned %zd bytes, not a multiple of %d",
-				 n, SIGMIG_SIGINFO_SIZE);
+				 n, SI_MAX_SIZE);
 			break;
 		}
 		if (n == 0)
 			break;
-		out->count += (size_t)n / SIGMIG_SIGINFO_SIZE;
+		out->count += (size_t)n / SI_MAX_SIZE;
 	}
 	if (!ret && out->count > SIGMIG_MAX_SIGNALS) {
 		ret = -E2BIG;

@@ -114,7 +114,7 @@ static int encode_check(const struct sigmig_image *img)
 
 static uint8_t *put_queue(uint8_t *p, const struct sigmig_queue *q)
 {
-	size_t n = (size_t)q->count * SIGMIG_SIGINFO_SIZE;
+	size_t n = (size_t)q->count * SI_MAX_SIZE;
 
 	if (n)
 		memcpy(p, q->entries, n);
@@ -128,7 +128,7 @@ static void encode_header(uint8_t *p, const struct sigmig_image *img,
 	put32(p + 8, SIGMIG_IMAGE_VERSION);
 	put32(p + 12, BYTE_ORDER_MARK);
 	put16(p + 16, img->arch);
-	put16(p + 18, SIGMIG_SIGINFO_SIZE);
+	put16(p + 18, SI_MAX_SIZE);
 	put32(p + 20, HDR_SIZE);
 	put64(p + 24, img->created_ns);
 	put32(p + 32, (uint32_t)img->pid);
@@ -138,7 +138,7 @@ static void encode_header(uint8_t *p, const struct sigmig_image *img,
 	put64(p + 48, (uint64_t)SIGMIG_NSIG * DISP_REC);
 	put64(p + 56, threads_len);
 	put64(p + 64, (uint64_t)img->ntimers * TIMER_REC);
-	put64(p + 72, (uint64_t)img->shared.count * SIGMIG_SIGINFO_SIZE);
+	put64(p + 72, (uint64_t)img->shared.count * SI_MAX_SIZE);
 	put64(p + 80, total);
 	strncpy((char *)p + 88, img->program, 64);
 }
@@ -171,10 +171,10 @@ int sigmig_image_encode(const struct sigmig_image *img, uint8_t **out,
 	threads_len = (uint64_t)img->nthreads * THREAD_REC;
 	for (i = 0; i < img->nthreads; i++)
 		threads_len += (uint64_t)img->threads[i].pending.count *
-			       SIGMIG_SIGINFO_SIZE;
+			       SI_MAX_SIZE;
 	total = HDR_SIZE + (uint64_t)SIGMIG_NSIG * DISP_REC + threads_len +
 		(uint64_t)img->ntimers * TIMER_REC +
-		(uint64_t)img->shared.count * SIGMIG_SIGINFO_SIZE + TRAILER;
+		(uint64_t)img->shared.count * SI_MAX_SIZE + TRAILER;
 	if (total > SIZE_MAX)
 		return -E2BIG;
 	buf = calloc(1, total);
@@ -255,8 +255,8 @@ static int check_ident(const uint8_t *b, size_t len, char *err, size_t errlen)
 		return FAIL(-EBADMSG, "foreign architecture: e_machine %u (x86_64=%u, i386=%u)",
 			    v, EM_X86_64, EM_386);
 	v = get16(b + 18);
-	if (v != SIGMIG_SIGINFO_SIZE)
-		return FAIL(-EBADMSG, "siginfo size %u, expected %u", v, SIGMIG_SIGINFO_SIZE);
+	if (v != SI_MAX_SIZE)
+		return FAIL(-EBADMSG, "siginfo size %u, expected %u", v, SI_MAX_SIZE);
 	v = get32(b + 20);
 	if (v != HDR_SIZE)
 		return FAIL(-EBADMSG, "header size %u, expected %u", v, HDR_SIZE);
@@ -299,16 +299,16 @@ static int check_lengths(const uint8_t *b, size_t len, struct layout *l,
 		return FAIL(-EBADMSG, "disposition section length %llu, expected %u",
 			    (unsigned long long)disp, SIGMIG_NSIG * DISP_REC);
 	max_thr = (uint64_t)l->nthreads *
-		  (THREAD_REC + (uint64_t)SIGMIG_MAX_SIGNALS * SIGMIG_SIGINFO_SIZE);
+		  (THREAD_REC + (uint64_t)SIGMIG_MAX_SIGNALS * SI_MAX_SIZE);
 	if (thr < (uint64_t)l->nthreads * THREAD_REC || thr > max_thr)
 		return FAIL(-EBADMSG, "thread section length %llu impossible for %u threads",
 			    (unsigned long long)thr, l->nthreads);
 	if (tim != (uint64_t)l->ntimers * TIMER_REC)
 		return FAIL(-EBADMSG, "timer section length %llu != %u timers * %u",
 			    (unsigned long long)tim, l->ntimers, TIMER_REC);
-	if (sh != (uint64_t)l->nshared * SIGMIG_SIGINFO_SIZE)
+	if (sh != (uint64_t)l->nshared * SI_MAX_SIZE)
 		return FAIL(-EBADMSG, "shared queue section length %llu != %u signals * %u",
-			    (unsigned long long)sh, l->nshared, SIGMIG_SIGINFO_SIZE);
+			    (unsigned long long)sh, l->nshared, SI_MAX_SIZE);
 	if (HDR_SIZE + disp + thr + tim + sh + TRAILER != l->total)
 		return FAIL(-EBADMSG, "section lengths add up to %llu, image is %llu bytes",
 			    (unsigned long long)(HDR_SIZE + disp + thr + tim + sh + TRAILER),
@@ -384,7 +384,7 @@ static int check_entries(const uint8_t *p, uint32_t n, const char *what,
 	uint32_t i;
 	int32_t signo;
 
-	for (i = 0; i < n; i++, p += SIGMIG_SIGINFO_SIZE) {
+	for (i = 0; i < n; i++, p += SI_MAX_SIZE) {
 		signo = (int32_t)get32(p);
 		if (signo < 1 || signo > SIGMIG_NSIG)
 			return FAIL(-EBADMSG, "%s %ld entry %u: si_signo %d out of range 1..%d",
@@ -419,7 +419,7 @@ static int check_threads(const uint8_t *b, const struct layout *l, char *err,
 					    i, get32(r));
 		sum += count;
 	}
-	expect = (uint64_t)l->nthreads * THREAD_REC + sum * SIGMIG_SIGINFO_SIZE;
+	expect = (uint64_t)l->nthreads * THREAD_REC + sum * SI_MAX_SIZE;
 	if (expect != l->timers_off - l->threads_off)
 		return FAIL(-EBADMSG, "thread section length %llu != %llu from the per-thread counts",
 			    (unsigned long long)(l->timers_off - l->threads_off),
@@ -431,7 +431,7 @@ static int check_threads(const uint8_t *b, const struct layout *l, char *err,
 				    err, errlen);
 		if (ret)
 			return ret;
-		data += (size_t)count * SIGMIG_SIGINFO_SIZE;
+		data += (size_t)count * SI_MAX_SIZE;
 	}
 	return 0;
 }
@@ -495,10 +495,10 @@ static int copy_queue(struct sigmig_queue *q, const uint8_t *p, uint32_t n)
 	q->entries = NULL;
 	if (!n)
 		return 0;
-	q->entries = malloc((size_t)n * SIGMIG_SIGINFO_SIZE);
+	q->entries = malloc((size_t)n * SI_MAX_SIZE);
 	if (!q->entries)
 		return -ENOMEM;
-	memcpy(q->entries, p, (size_t)n * SIGMIG_SIGINFO_SIZE);
+	memcpy(q->entries, p, (size_t)n * SI_MAX_SIZE);
 	return 0;
 }
 
@@ -556,7 +556,7 @@ static int fill(const uint8_t *b, const struct layout *l, struct sigmig_image *i
 		t->blocked = get64(rec + 8);
 		if (copy_queue(&t->pending, data, get32(rec + 16)))
 			return -ENOMEM;
-		data += (size_t)t->pending.count * SIGMIG_SIGINFO_SIZE;
+		data += (size_t)t->pending.count * SI_MAX_SIZE;
 	}
 	for (i = 0; i < l->ntimers; i++)
 		fill_timer(&img->timers[i], b + l->timers_off + (size_t)i * TIMER_REC);

@@ -378,8 +378,8 @@ static int compare_queue(const char *what, const struct rawbuf *got,
 		return fail(-EIO, "verify %s: %zu signals pending after requeue, image has %u",
 			    what, got->count, count);
 	for (i = 0; i < count; i++)
-		if (memcmp(got->data + i * SIGMIG_SIGINFO_SIZE, want->entries[i].bytes,
-			   SIGMIG_SIGINFO_SIZE))
+		if (memcmp(got->data + i * SI_MAX_SIZE, want->entries[i].bytes,
+			   SI_MAX_SIZE))
 			return fail(-EIO, "verify %s: entry %zu (signal %d) differs from the image",
 				    what, i, want->entries[i].bytes[0]);
 	return 0;

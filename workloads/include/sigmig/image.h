@@ -12,10 +12,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sigmig/sfd.h>	/* SI_MAX_SIZE: one record */
 
 #define SIGMIG_IMAGE_MAGIC	"SIGMIGIM"	/* 8 bytes, no NUL */
 #define SIGMIG_IMAGE_VERSION	1
-#define SIGMIG_SIGINFO_SIZE	128
 #define SIGMIG_NSIG		64
 #define SIGMIG_HANDLER_NAME_MAX	32
 #define SIGMIG_MAX_THREADS	1024
@@ -24,7 +24,7 @@
 
 /* One raw siginfo_t exactly as SFD_RAW returns it. */
 struct sigmig_siginfo {
-	uint8_t bytes[SIGMIG_SIGINFO_SIZE];
+	uint8_t bytes[SI_MAX_SIZE];
 };
 
 struct sigmig_queue {

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * What kernel/patches/series adds to include/uapi/linux/signalfd.h, for
+ * userspace built against headers that predate the series (glibc's
+ * <sys/signalfd.h>, linux-libc-dev). Nothing else belongs here: every
+ * definition is the series' own text, and check-uapi-mirror.sh (run by
+ * make -C kernel/stress check) fails when the two differ in either
+ * direction. The definitions are token for token the uapi ones, so a
+ * patched <linux/signalfd.h> included beside this file is no conflict.
+ */
+#ifndef SIGMIG_UAPI_SIGNALFD_H
+#define SIGMIG_UAPI_SIGNALFD_H
+
+#include <fcntl.h>
+
+/* read() returns siginfo_t records, as a SA_SIGINFO handler sees them */
+#define SFD_RAW O_DIRECT
+/* read() dequeues only from the process-wide queue */
+#define SFD_GROUP O_DIRECTORY
+/* read() dequeues only from the calling thread's queue */
+#define SFD_PRIVATE O_EXCL
+
+/*
+ * pread() at one of these offsets plus n returns the n-th pending signal
+ * of that queue and the ones after it, without dequeuing them.
+ */
+#define SFD_PER_THREAD_QUEUE_OFFSET	1
+#define SFD_SHARED_QUEUE_OFFSET		(1LL << 62)
+
+#endif /* SIGMIG_UAPI_SIGNALFD_H */

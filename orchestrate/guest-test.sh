@@ -40,6 +40,18 @@ parse_args() {
 	done
 }
 
+# The agent's guest tests frame every reply they received on the console
+# (agent/guest/lib.sh); they are checked against docs/openapi.yaml here,
+# where python3-jsonschema is, and the TAP lines join the console log.
+check_replies() {	# CONSOLE_LOG
+	local rc=0
+	[ -f "$1" ] || return 0
+	/usr/bin/python3 "$REPO/orchestrate/lib/openapi_check.py" console "$1" >"$1.openapi" || rc=1
+	tee -a "$1" <"$1.openapi"
+	rm -f "$1.openapi"
+	return "$rc"
+}
+
 main() {
 	local name kernel append rc
 	parse_args "$@"
@@ -82,6 +94,7 @@ main() {
 	guest_pid=$!
 	wait "$guest_pid" || rc=$?
 	guest_pid=""
+	check_replies "$REPO/build/logs/guest-$name.log" || { [ "$rc" != 0 ] || rc=1; }
 	if [ -s "$initrd.failures" ]; then
 		cat "$initrd.failures"
 		[ "$rc" != 0 ] || rc=1

@@ -1,6 +1,13 @@
+# shellcheck shell=sh
 # Shared helpers of the agent's API tests (POSIX sh: busybox ash in the
 # guest, bash or dash on the host). Source it; it is not a test itself.
 #   AGENT_BIN BIN_DIR STATE_DIR PORT TOKEN  configure start_agent.
+#
+# Every reply a test receives is recorded (method, path, status, headers,
+# body) to be checked against docs/openapi.yaml, which needs python: on the
+# host, host-api.sh passes REPLY_DIR and checks it afterwards; in the guest,
+# the records are framed on stdout (the console) when the test ends and the
+# host checks them (orchestrate/guest-test.sh).
 
 TAP_N=0
 TAP_FAILED=0
@@ -12,6 +19,16 @@ WORK=${WORK:-$(mktemp -d /tmp/agent-test.XXXXXX)}
 BODY="$WORK/body"
 HEADERS="$WORK/headers"
 STATUS=""
+REPLY_TEST=${REPLY_TEST:-$(basename "$0" .sh)}
+if [ -n "${REPLY_DIR:-}" ]; then
+	REPLY_CONSOLE=0
+else
+	REPLY_DIR=$WORK/replies
+	REPLY_CONSOLE=1
+fi
+mkdir -p "$REPLY_DIR"
+# A file, not a variable: replies also arrive in command substitutions.
+[ -f "$REPLY_DIR/count" ] || echo 0 >"$REPLY_DIR/count"
 
 ok() {
 	TAP_N=$((TAP_N + 1))
@@ -37,18 +54,65 @@ finish() {
 	[ "$TAP_FAILED" -eq 0 ]
 }
 
-# req METHOD PATH [curl args...]: sets STATUS, writes BODY and HEADERS.
-req() {
-	method=$1
-	path=$2
-	shift 2
-	if [ "$method" = HEAD ]; then
+# fetch BODY_FILE HEADERS_FILE METHOD PATH [curl args...]: one request;
+# sets FETCH_STATUS (000: no reply) and records the reply.
+fetch() {
+	f_body=$1
+	f_headers=$2
+	f_method=$3
+	f_path=$4
+	shift 4
+	if [ "$f_method" = HEAD ]; then
 		set -- -I "$@"	# -X HEAD would wait for a body
 	else
-		set -- -X "$method" "$@"
+		set -- -X "$f_method" "$@"
 	fi
-	STATUS=$(curl -s -m "${REQ_TIMEOUT:-120}" -o "$BODY" -D "$HEADERS" \
-		-w '%{http_code}' "$@" "$BASE$path") || STATUS=000
+	FETCH_STATUS=$(curl -s -m "${REQ_TIMEOUT:-120}" -o "$f_body" -D "$f_headers" \
+		-w '%{http_code}' "$@" "$BASE$f_path") || FETCH_STATUS=000
+	[ "$FETCH_STATUS" = 000 ] || record_reply "$f_method" "$f_path" "$FETCH_STATUS" "$f_headers" "$f_body"
+}
+
+record_reply() {	# METHOD PATH STATUS HEADERS_FILE BODY_FILE
+	read -r r_n <"$REPLY_DIR/count"
+	r_n=$((r_n + 1))
+	echo "$r_n" >"$REPLY_DIR/count"
+	r=$REPLY_DIR/$r_n
+	printf 'test=%s\nmethod=%s\npath=%s\nstatus=%s\nbytes=%s\n' "$REPLY_TEST" "$1" "$2" "$3" \
+		"$(wc -c <"$5" 2>/dev/null || echo 0)" >"$r.meta"
+	cp "$4" "$r.headers" 2>/dev/null || : >"$r.headers"
+	cp "$5" "$r.body" 2>/dev/null || : >"$r.body"
+}
+
+# The records, framed for the host: base64 lines of the meta, the headers
+# and (JSON only: other bodies are not checked beyond their type) the
+# gzipped body, an end line with the body's size, a trailer with the count.
+emit_replies() {
+	[ "$REPLY_CONSOLE" = 1 ] || return 0
+	e_n=0
+	e_i=1
+	read -r e_count <"$REPLY_DIR/count"
+	while [ "$e_i" -le "$e_count" ]; do
+		r=$REPLY_DIR/$e_i
+		id=$REPLY_TEST/$e_i
+		e_i=$((e_i + 1))
+		[ -f "$r.meta" ] || continue
+		base64 <"$r.meta" | sed "s|^|SIGMIG-REPLY $id meta |"
+		base64 <"$r.headers" | sed "s|^|SIGMIG-REPLY $id headers |"
+		e_bytes=0
+		if grep -qi '^content-type:.*json' "$r.headers"; then
+			gzip -c <"$r.body" | base64 | sed "s|^|SIGMIG-REPLY $id body |"
+			e_bytes=$(wc -c <"$r.body")
+		fi
+		echo "SIGMIG-REPLY $id end $e_bytes"
+		e_n=$((e_n + 1))
+	done
+	echo "SIGMIG-REPLIES $REPLY_TEST $e_n"
+}
+
+# req METHOD PATH [curl args...]: sets STATUS, writes BODY and HEADERS.
+req() {
+	fetch "$BODY" "$HEADERS" "$@"
+	STATUS=$FETCH_STATUS
 }
 
 # As req, with the bearer token.
@@ -86,6 +150,15 @@ expect() {	# NAME STATUS [CODE]: checks the status and the problem code
 	ok "$name"
 }
 
+try() {	# NAME STATUS CODE req|areq METHOD PATH [curl args...]: the request, then expect
+	t_name=$1
+	t_status=$2
+	t_code=$3
+	shift 3
+	"$@"
+	expect "$t_name" "$t_status" "$t_code"
+}
+
 wait_for() {	# SECONDS COMMAND...: polls until the command succeeds
 	limit=$1
 	shift
@@ -99,11 +172,13 @@ wait_for() {	# SECONDS COMMAND...: polls until the command succeeds
 }
 
 agent_up() {
-	curl -s -m 2 -o /dev/null "$BASE/v1/health"
+	REQ_TIMEOUT=2 fetch "$WORK/up.body" "$WORK/up.headers" GET /v1/health
+	[ "$FETCH_STATUS" != 000 ]
 }
 
 start_agent() {	# extra agent options...
 	mkdir -p "$STATE_DIR"
+	# shellcheck disable=SC2153 # AGENT_BIN is the sourcing test's
 	"$AGENT_BIN" --listen "127.0.0.1:$PORT" --token "$TOKEN" \
 		--bin-dir "$BIN_DIR" --state-dir "$STATE_DIR" "$@" \
 		2>>"$WORK/agent.log" &
@@ -111,6 +186,7 @@ start_agent() {	# extra agent options...
 	wait_for 20 agent_up
 }
 
+# shellcheck disable=SC2034 # AGENT_RC is for the sourcing test
 stop_agent() {
 	[ -n "$AGENT_PID" ] || return 0
 	kill -TERM "$AGENT_PID" 2>/dev/null || true
@@ -129,8 +205,9 @@ rss_kb() {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
 }
 
-workload_state() {	# ID
-	curl -s -m 10 "$BASE/v1/workloads/$1" | jq -r .state
+workload_state() {	# ID (BODY is left alone)
+	REQ_TIMEOUT=10 fetch "$WORK/wl.body" "$WORK/wl.headers" GET "/v1/workloads/$1"
+	jq -r .state "$WORK/wl.body"
 }
 
 state_is() {	# ID STATE
@@ -139,6 +216,7 @@ state_is() {	# ID STATE
 
 cleanup() {
 	stop_agent
+	emit_replies
 	# Workloads are not the agent's to kill on exit: do it here.
 	for sock in "$STATE_DIR"/w*.sock; do
 		[ -e "$sock" ] || continue

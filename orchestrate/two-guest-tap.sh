@@ -1,7 +1,11 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # KERNEL_STOCK is for the sourcing suite
 # Shared by orchestrate/suites.d/two-guest*.sh (sourced, not run): TAP output,
 # the guest images, and one "boot two guests, migrate, check" case.
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=${SUITE:-two-guest-tap}
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 LOGS="$REPO/build/logs"
 TAP_N=0
 TAP_FAILED=0
@@ -93,7 +97,25 @@ run_case() {
 # its lines and sets RESULT and CASE_RC.
 CASES_AT_ONCE=${SIGMIG_CASES_AT_ONCE:-2}
 declare -A CASE_PIDS=()
+CASES_HOOKED=0
+
+# Cases still running when the suite ends (killed, or a case never used):
+# TERM their timeout, which passes it on to two-guests.sh, which stops its
+# guests and relay.
+stop_cases() {
+	local pid children
+	for pid in "${CASE_PIDS[@]}"; do
+		kill -0 "$pid" 2>/dev/null || continue
+		mapfile -t children < <(pgrep -P "$pid")
+		stop_pids -t 20 "${children[@]}" "$pid"
+	done
+}
+
 start_case() {
+	if [ "$CASES_HOOKED" = 0 ]; then
+		on_exit stop_cases
+		CASES_HOOKED=1
+	fi
 	while [ "$(jobs -rp | wc -l)" -ge "$CASES_AT_ONCE" ]; do
 		wait -n 2>/dev/null || true
 	done
@@ -104,6 +126,7 @@ start_case() {
 use_case() {
 	local out="$REPO/build/suites/$SUITE/$1"
 	wait "${CASE_PIDS[$1]}" 2>/dev/null || true
+	unset "CASE_PIDS[$1]"
 	RESULT="$out/result.json"
 	CASE_RC=$(cat "$out/rc" 2>/dev/null || echo 255)
 	cat "$out/case.log" 2>/dev/null || echo "# case $1: no result (see $out)"

@@ -5,32 +5,35 @@
 # B, migrates a workload with thousands of pending signals from A to B
 # (orchestrate/migrate.sh) and prints the report; the same report is written
 # as a self-contained HTML page.
-#
-# Usage: migrate-demo.sh [--threads N] [--signals N] [--after N]
-#                        [--html FILE] [--keep] [--no-deps]
-#   --threads N   workload threads (default 4)
-#   --signals N   signals pending at the moment of the move (default 4000)
-#   --after N     signals sent to the moved process on B (default 1000)
-#   --html FILE   default build/migrate-demo.html
-#   --keep        leave the guests running after the report (Ctrl-C stops them)
-#   --no-deps     do not check Debian packages
-# From make: make migrate-demo ARGS="--threads 8 --signals 20000"
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=migrate-demo
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 LOGS="$REPO/build/logs"
 threads=4 signals=4000 after=1000 html="$REPO/build/migrate-demo.html" keep=0 deps=1
-START=$SECONDS
 STEP=0
 STEPS=6
 bg_pid=""
 
 bold() { if [ -t 2 ]; then printf '\033[1m%s\033[0m' "$*"; else printf '%s' "$*"; fi; }
 step() { STEP=$((STEP + 1)); printf '\n%s\n' "$(bold "[$STEP/$STEPS] $*")" >&2; }
-say() { printf '  [%3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
-die() { printf '  [%3ds] ERROR: %s\n' $((SECONDS - START)) "$*" >&2; exit 1; }
-usage() { sed -n '9,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+usage_text() {
+	cat <<'EOF'
+Usage: migrate-demo.sh [--threads N] [--signals N] [--after N]
+                       [--html FILE] [--keep] [--no-deps]
+  --threads N   workload threads (default 4)
+  --signals N   signals pending at the moment of the move (default 4000)
+  --after N     signals sent to the moved process on B (default 1000)
+  --html FILE   default build/migrate-demo.html
+  --keep        leave the guests running after the report (Ctrl-C stops them)
+  --no-deps     do not check Debian packages
+From make: make migrate-demo ARGS="--threads 8 --signals 20000"
+EOF
+}
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -41,25 +44,26 @@ parse_args() {
 		--html) html=${2:?}; shift 2 ;;
 		--keep) keep=1; shift ;;
 		--no-deps) deps=0; shift ;;
-		-h|--help) usage ;;
+		-h|--help) show_help ;;
 		*) usage ;;
 		esac
 	done
 }
 
-cleanup() {
-	[ -z "$bg_pid" ] || kill "$bg_pid" 2>/dev/null || true
-}
+stop_background() { stop_pids "$bg_pid"; }
 
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
 # run_with_progress LABEL EXPECTED_S PROGRESS_FN LOG CMD...: run CMD in the
 # background, print a progress line every 15 s (PROGRESS_FN prints a
-# percentage or nothing), fail with the log's tail.
+# percentage or nothing), fail with the log's tail.  CMD gets eight times
+# its expected duration, and at least half an hour: a cold machine on a slow
+# mirror is slow, a hung step must still end the demo.
 run_with_progress() {
-	local label=$1 expected=$2 progress_fn=$3 log=$4 begin=$SECONDS pct rc=0 elapsed left
+	local label=$1 expected=$2 progress_fn=$3 log=$4 begin=$SECONDS pct rc=0 elapsed left limit
 	shift 4
-	"$@" >"$log" 2>&1 &
+	limit=$((expected * 8 > 1800 ? expected * 8 : 1800))
+	timeout -k 30 "$limit" "$@" >"$log" 2>&1 &
 	bg_pid=$!
 	while kill -0 "$bg_pid" 2>/dev/null; do
 		sleep 1
@@ -77,6 +81,7 @@ run_with_progress() {
 	bg_pid=""
 	if [ "$rc" != 0 ]; then
 		tail -15 "$log" | sed 's/^/    /' >&2
+		[ "$rc" != 124 ] || die "$label did not finish in ${limit}s, full log: $log"
 		die "$label failed (rc=$rc), full log: $log"
 	fi
 }
@@ -91,8 +96,9 @@ last_status() {
 missing_packages() {
 	make -s -C "$REPO" -n deps >/dev/null 2>&1 || return 0
 	# The Makefile's list is the reference; ask dpkg which are missing.
-	local p
-	for p in $(sed -n '/^DEB_PACKAGES/,/^$/p' "$REPO/Makefile" | sed 's/DEB_PACKAGES *:=//; s/\\//g'); do
+	local p pkgs
+	read -ra pkgs <<<"$(sed -n '/^DEB_PACKAGES/,/^$/p' "$REPO/Makefile" | sed 's/DEB_PACKAGES *:=//; s/\\//g' | tr '\n' ' ')"
+	for p in "${pkgs[@]}"; do
 		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || echo "$p"
 	done
 }
@@ -135,9 +141,9 @@ kernel_progress_default() { kernel_progress default; }
 kernel_progress_stock() { kernel_progress stock; }
 
 step_kernel() {
-	local flavor=${1:-default} kernel
+	local flavor=${1:-default}
 	step "Guest kernel ($flavor: linux-source-6.1 + kernel/patches)"
-	if kernel=$("$REPO/orchestrate/build-kernel.sh" --flavor "$flavor" --print-tree 2>/dev/null) &&
+	if "$REPO/orchestrate/build-kernel.sh" --flavor "$flavor" --print-tree >/dev/null 2>&1 &&
 	   [ -f "$CACHE/build/$flavor/sigmig-inputs.sha256" ]; then
 		say "checking the cache (builds only if an input changed; a cold build takes ~7 min on 2 cores)"
 	else
@@ -145,8 +151,9 @@ step_kernel() {
 	fi
 	run_with_progress "kernel build" 480 "kernel_progress_$flavor" "$LOGS/kernel-$flavor.log" \
 		"$REPO/orchestrate/build-kernel.sh" --flavor "$flavor"
-	find "$CACHE/build/$flavor" -name '*.o' 2>/dev/null | wc -l >"$KERNEL_OBJS_FILE.tmp" &&
+	if find "$CACHE/build/$flavor" -name '*.o' 2>/dev/null | wc -l >"$KERNEL_OBJS_FILE.tmp"; then
 		mv "$KERNEL_OBJS_FILE.tmp" "$KERNEL_OBJS_FILE" || true
+	fi
 	KERNEL=$(tail -1 "$LOGS/kernel-$flavor.log")
 	[ -f "$KERNEL" ] || die "no bzImage reported by build-kernel.sh (see $LOGS/kernel-$flavor.log)"
 	say "$(grep -E 'cached bzImage|built ' "$LOGS/kernel-$flavor.log" | tail -1 | sed 's/^\[[^]]*\] //')"
@@ -201,9 +208,7 @@ main() {
 	fi
 	parse_args "$@"
 	mkdir -p "$LOGS"
-	trap cleanup EXIT
-	trap 'cleanup; exit 130' INT
-	trap 'cleanup; exit 143' TERM
+	on_exit stop_background
 	if [ "$inside" = 1 ]; then
 		# Re-entered by two-guests.sh once both agents are healthy.
 		STEP=${DEMO_STEP:?} START=$((SECONDS - ($(date +%s) - ${DEMO_T0:?})))

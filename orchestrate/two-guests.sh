@@ -5,28 +5,12 @@
 # through orchestrate/link-relay.sh (socat + a relay tests can cut, delay or
 # corrupt).  Everything started here is stopped on exit, Ctrl-C, TERM or
 # failure.  Consoles and relay logs go to build/logs/<name>-*.log.
-#
-# Usage: two-guests.sh [options] [-- COMMAND [ARGS...]]
-#   With a COMMAND: run it once both agents are healthy, tear down, exit with
-#   its status.  Without: print the URLs and keep the guests up until Ctrl-C.
-#   The command sees SIGMIG_A_URL, SIGMIG_B_URL (management, from the host),
-#   SIGMIG_A_LINK_URL, SIGMIG_B_LINK_URL (the agents as seen over the link),
-#   SIGMIG_TOKEN, SIGMIG_LINK_DIR (for link-relay.sh set/stats/wait),
-#   SIGMIG_A_CONSOLE, SIGMIG_B_CONSOLE, SIGMIG_TWO_GUESTS_NAME, and
-#   SIGMIG_A_QEMU_PID, SIGMIG_B_QEMU_PID (fault tests crash or stop a guest).
-# Options:
-#   --kernel FILE      bzImage for both (default build/kernel/default/bzImage)
-#   --kernel-b FILE    a different bzImage for guest B (e.g. the stock flavor)
-#   --initrd FILE      default build/initramfs/initramfs.cpio.gz
-#   --token T          bearer token for both agents (default: random)
-#   --port-base N      mgmt A=N, B=N+1, link A=N+2, B=N+3 (default: a free range)
-#   --boot-timeout S   bound for both agents to become healthy (default 300)
-#   --name NAME        prefix of logs and state (default two-guests)
-#   --append "k=v"     extra kernel command line for both guests
-#   --accel auto|tcg|kvm, --quiet (no progress lines)
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=two-guests
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+REPO=$SIGMIG_REPO
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 LOGS="$REPO/build/logs"
 
@@ -39,18 +23,36 @@ boot_timeout=300
 name=two-guests
 append=""
 accel=${SIGMIG_ACCEL:-auto}
-quiet=0
 command=()
 
 guest_pids=()
 relay_pid=""
 command_pid=""
 qemu_pids=()
-START=$SECONDS
+STATE=""
 
-say() { [ "$quiet" = 1 ] || printf '[two-guests %3ds] %s\n' $((SECONDS - START)) "$*" >&2; }
-die() { printf '[two-guests %3ds] ERROR: %s\n' $((SECONDS - START)) "$*" >&2; exit 1; }
-usage() { sed -n '9,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage_text() {
+	cat <<'EOF'
+Usage: two-guests.sh [options] [-- COMMAND [ARGS...]]
+  With a COMMAND: run it once both agents are healthy, tear down, exit with
+  its status.  Without: print the URLs and keep the guests up until Ctrl-C.
+  The command sees SIGMIG_A_URL, SIGMIG_B_URL (management, from the host),
+  SIGMIG_A_LINK_URL, SIGMIG_B_LINK_URL (the agents as seen over the link),
+  SIGMIG_TOKEN, SIGMIG_LINK_DIR (for link-relay.sh set/stats/wait),
+  SIGMIG_A_CONSOLE, SIGMIG_B_CONSOLE, SIGMIG_TWO_GUESTS_NAME, and
+  SIGMIG_A_QEMU_PID, SIGMIG_B_QEMU_PID (fault tests crash or stop a guest).
+Options:
+  --kernel FILE      bzImage for both (default build/kernel/default/bzImage)
+  --kernel-b FILE    a different bzImage for guest B (e.g. the stock flavor)
+  --initrd FILE      default build/initramfs/initramfs.cpio.gz
+  --token T          bearer token for both agents (default: random)
+  --port-base N      mgmt A=N, B=N+1, link A=N+2, B=N+3 (default: a free range)
+  --boot-timeout S   bound for both agents to become healthy (default 300)
+  --name NAME        prefix of logs and state (default two-guests)
+  --append "k=v"     extra kernel command line for both guests
+  --accel auto|tcg|kvm, --quiet (no progress lines)
+EOF
+}
 
 parse_args() {
 	while [ $# -gt 0 ]; do
@@ -64,9 +66,9 @@ parse_args() {
 		--name) name=${2:?}; shift 2 ;;
 		--append) append=${2?}; shift 2 ;;
 		--accel) accel=${2:?}; shift 2 ;;
-		--quiet) quiet=1; shift ;;
+		--quiet) SIGMIG_QUIET=1; shift ;;
 		--) shift; command=("$@"); break ;;
-		-h|--help) usage ;;
+		-h|--help) show_help ;;
 		*) usage ;;
 		esac
 	done
@@ -82,14 +84,14 @@ port_busy() {
 }
 
 choose_ports() {
-	local try p busy
+	local p busy
 	if [ -n "$port_base" ]; then
 		for p in 0 1 2 3; do
 			port_busy $((port_base + p)) && die "port $((port_base + p)) is in use"
 		done
 		return
 	fi
-	for try in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		port_base=$((20000 + (RANDOM % 5000) * 4))
 		busy=0
 		for p in 0 1 2 3; do
@@ -100,42 +102,41 @@ choose_ports() {
 	die "no free port range found"
 }
 
-# Children of run-guest.sh that are QEMU: a safety net if run-guest.sh
-# itself dies without cleaning up.
-remember_qemu_pids() {
-	local pid child
-	for pid in "${guest_pids[@]}"; do
-		for child in $(pgrep -P "$pid" 2>/dev/null || true); do
-			[ "$(cat "/proc/$child/comm" 2>/dev/null)" = qemu-system-x86 ] && qemu_pids+=("$child")
-		done
+qemu_of() {	# run-guest.sh pid -> its QEMU child
+	local child
+	for child in $(pgrep -P "$1" 2>/dev/null || true); do
+		[ "$(cat "/proc/$child/comm" 2>/dev/null)" = qemu-system-x86 ] && { echo "$child"; return; }
 	done
 	return 0
 }
 
-stop_pid() {
-	local pid=$1
-	kill -TERM "$pid" 2>/dev/null || return 0
-	timeout 15 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
+# The QEMU children of run-guest.sh: a safety net if run-guest.sh itself
+# dies without cleaning up.
+remember_qemu_pids() {
+	local pid q
+	for pid in "${guest_pids[@]}"; do
+		q=$(qemu_of "$pid")
+		[ -z "$q" ] || qemu_pids+=("$q")
+	done
 }
 
 teardown() {
-	local rc=$? pid stoppers
-	trap - EXIT INT TERM
-	[ ${#guest_pids[@]} -gt 0 ] || [ -n "$relay_pid" ] || exit "$rc"
+	[ ${#guest_pids[@]} -gt 0 ] || [ -n "$relay_pid" ] || return 0
 	say "tearing down (QEMU A and B, link relay)"
 	remember_qemu_pids
-	[ -z "$command_pid" ] || stop_pid "$command_pid"
-	stoppers=()
-	for pid in "${guest_pids[@]}"; do
-		stop_pid "$pid" &
-		stoppers+=($!)
-	done
-	wait "${stoppers[@]}" 2>/dev/null || true
-	for pid in "${qemu_pids[@]}"; do stop_pid "$pid"; done
-	[ -z "$relay_pid" ] || stop_pid "$relay_pid"
+	stop_pids -t 15 "$command_pid"
+	# Both at once: each run-guest.sh stops its own QEMU.
+	stop_pids -t 15 "${guest_pids[@]}"
+	stop_pids -t 15 "${qemu_pids[@]}"
+	stop_pids -t 15 "$relay_pid"
 	guest_pids=() relay_pid=""
-	rm -f "$STATE"
-	exit "$rc"
+	[ -z "$STATE" ] || rm -f "$STATE"
+}
+
+relay_ready() {
+	[ -f "$LINK_DIR/ready" ] && return 0
+	kill -0 "$relay_pid" 2>/dev/null || die "link relay failed: $(tail -3 "$LOGS/$name-relay.log")"
+	return 1
 }
 
 start_relay() {
@@ -146,12 +147,7 @@ start_relay() {
 		--port-a $((port_base + 2)) --port-b $((port_base + 3)) \
 		>"$LOGS/$name-relay.log" 2>&1 &
 	relay_pid=$!
-	local deadline=$((SECONDS + 30))
-	until [ -f "$LINK_DIR/ready" ]; do
-		kill -0 "$relay_pid" 2>/dev/null || die "link relay failed: $(tail -3 "$LOGS/$name-relay.log")"
-		[ "$SECONDS" -lt "$deadline" ] || die "link relay not ready after 30s"
-		sleep 0.1
-	done
+	wait_until 30 "the link relay" relay_ready || die "link relay not ready after 30s"
 }
 
 # no_timer_check: on a loaded host, TCG can be too slow for the kernel's
@@ -166,10 +162,6 @@ start_guest() {
 		--append "sigmig.token=$token no_timer_check $append" \
 		>"$LOGS/$name-$g.run-guest.log" 2>&1 &
 	guest_pids+=($!)
-}
-
-healthy() {
-	curl -fsS -m 3 -o /dev/null "$1/v1/health" 2>/dev/null
 }
 
 console_state() {
@@ -197,65 +189,60 @@ expected_boot_seconds() {
 	cat "$CACHE/two-guests-boot-seconds" 2>/dev/null || echo 60
 }
 
+# One poll of both agents for wait_until, on wait_healthy's variables: true
+# once both answered; a progress line every 10 s; dies if a guest stopped.
+agents_healthy() {
+	local i
+	polls=$((polls + 1))
+	[ "$ok_a" = 1 ] || ! worth_asking "$A_CONSOLE" "$polls" || ! agent_healthy "$A_URL" ||
+		{ ok_a=1; say "agent A healthy after $((SECONDS - begin))s"; }
+	[ "$ok_b" = 1 ] || ! worth_asking "$B_CONSOLE" "$polls" || ! agent_healthy "$B_URL" ||
+		{ ok_b=1; say "agent B healthy after $((SECONDS - begin))s"; }
+	[ "$ok_a" = 1 ] && [ "$ok_b" = 1 ] && return 0
+	for i in 0 1; do
+		kill -0 "${guest_pids[$i]}" 2>/dev/null ||
+			die "guest $([ "$i" = 0 ] && echo A || echo B) stopped: $(tail -2 "$LOGS/$name-$([ "$i" = 0 ] && echo a || echo b).run-guest.log" | tr '\n' ' ')"
+	done
+	if [ $((SECONDS - last)) -ge 10 ]; then
+		last=$SECONDS
+		say "  ${last}s: A $(console_state "$A_CONSOLE"), B $(console_state "$B_CONSOLE"); ~$((expect > SECONDS - begin ? expect - SECONDS + begin : 0))s left"
+	fi
+	return 1
+}
+
 wait_healthy() {
-	local deadline=$((SECONDS + boot_timeout)) begin=$SECONDS expect ok_a=0 ok_b=0 last=-10 i polls=0
+	local begin=$SECONDS expect ok_a=0 ok_b=0 last=-10 polls=0
 	expect=$(expected_boot_seconds)
 	say "waiting for both agents (bounded to ${boot_timeout}s; usually ~${expect}s under TCG)"
-	while :; do
-		polls=$((polls + 1))
-		[ "$ok_a" = 1 ] || ! worth_asking "$A_CONSOLE" "$polls" || ! healthy "$A_URL" ||
-			{ ok_a=1; say "agent A healthy after $((SECONDS - begin))s"; }
-		[ "$ok_b" = 1 ] || ! worth_asking "$B_CONSOLE" "$polls" || ! healthy "$B_URL" ||
-			{ ok_b=1; say "agent B healthy after $((SECONDS - begin))s"; }
-		[ "$ok_a" = 1 ] && [ "$ok_b" = 1 ] && break
-		for i in 0 1; do
-			kill -0 "${guest_pids[$i]}" 2>/dev/null ||
-				die "guest $([ "$i" = 0 ] && echo A || echo B) stopped: $(tail -2 "$LOGS/$name-$([ "$i" = 0 ] && echo a || echo b).run-guest.log" | tr '\n' ' ')"
-		done
-		if [ "$SECONDS" -ge "$deadline" ]; then
-			die "agents not healthy after ${boot_timeout}s (A: $(console_state "$A_CONSOLE"), B: $(console_state "$B_CONSOLE")); consoles in $LOGS/$name-{a,b}.console.log"
-		fi
-		if [ $((SECONDS - last)) -ge 10 ]; then
-			last=$SECONDS
-			say "  ${last}s: A $(console_state "$A_CONSOLE"), B $(console_state "$B_CONSOLE"); ~$((expect > SECONDS - begin ? expect - SECONDS + begin : 0))s left"
-		fi
-		sleep 0.2
-	done
-	mkdir -p "$CACHE" 2>/dev/null && echo $((SECONDS - begin)) >"$CACHE/two-guests-boot-seconds" 2>/dev/null || true
+	wait_until "$boot_timeout" "both agents healthy" agents_healthy ||
+		die "agents not healthy after ${boot_timeout}s (A: $(console_state "$A_CONSOLE"), B: $(console_state "$B_CONSOLE")); consoles in $LOGS/$name-{a,b}.console.log"
+	if mkdir -p "$CACHE" 2>/dev/null; then
+		echo $((SECONDS - begin)) >"$CACHE/two-guests-boot-seconds" 2>/dev/null || true
+	fi
 }
 
-qemu_of() {	# run-guest.sh pid -> its QEMU child
-	local child
-	for child in $(pgrep -P "$1" 2>/dev/null || true); do
-		[ "$(cat "/proc/$child/comm" 2>/dev/null)" = qemu-system-x86 ] && { echo "$child"; return; }
-	done
-}
-
+# The command's environment, as shell assignments another shell can source
+# (set -a): it holds the token, so only the owner may read it.
 write_state() {
-	STATE="$REPO/build/run/$name.env"
-	cat >"$STATE" <<-EOF
-	SIGMIG_A_URL=$A_URL
-	SIGMIG_B_URL=$B_URL
-	SIGMIG_A_LINK_URL=http://10.99.0.1:8080
-	SIGMIG_B_LINK_URL=http://10.99.0.2:8080
-	SIGMIG_TOKEN=$token
-	SIGMIG_LINK_DIR=$LINK_DIR
-	SIGMIG_A_CONSOLE=$A_CONSOLE
-	SIGMIG_B_CONSOLE=$B_CONSOLE
-	SIGMIG_TWO_GUESTS_NAME=$name
-	SIGMIG_A_QEMU_PID=$(qemu_of "${guest_pids[0]}")
-	SIGMIG_B_QEMU_PID=$(qemu_of "${guest_pids[1]}")
-	EOF
+	install -m 600 /dev/null "$STATE"
+	{
+		printf '%s=%q\n' SIGMIG_A_URL "$A_URL" SIGMIG_B_URL "$B_URL" \
+			SIGMIG_A_LINK_URL http://10.99.0.1:8080 SIGMIG_B_LINK_URL http://10.99.0.2:8080 \
+			SIGMIG_TOKEN "$token" SIGMIG_LINK_DIR "$LINK_DIR" \
+			SIGMIG_A_CONSOLE "$A_CONSOLE" SIGMIG_B_CONSOLE "$B_CONSOLE" \
+			SIGMIG_TWO_GUESTS_NAME "$name" \
+			SIGMIG_A_QEMU_PID "$(qemu_of "${guest_pids[0]}")" \
+			SIGMIG_B_QEMU_PID "$(qemu_of "${guest_pids[1]}")"
+	} >"$STATE"
 }
 
 main() {
+	local rc=0
 	parse_args "$@"
-	command -v curl >/dev/null || die "curl is required"
+	need_cmds curl ss
 	mkdir -p "$LOGS" "$REPO/build/run"
 	STATE="$REPO/build/run/$name.env"
-	trap teardown EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
+	on_exit teardown
 	choose_ports
 	A_URL="http://127.0.0.1:$port_base"
 	B_URL="http://127.0.0.1:$((port_base + 1))"
@@ -268,26 +255,21 @@ main() {
 	start_guest b "$kernel_b" $((port_base + 1)) $((port_base + 3))
 	wait_healthy
 	write_state
-	export SIGMIG_A_URL="$A_URL" SIGMIG_B_URL="$B_URL" SIGMIG_TOKEN="$token"
-	export SIGMIG_A_LINK_URL=http://10.99.0.1:8080 SIGMIG_B_LINK_URL=http://10.99.0.2:8080
-	export SIGMIG_LINK_DIR="$LINK_DIR" SIGMIG_A_CONSOLE="$A_CONSOLE" SIGMIG_B_CONSOLE="$B_CONSOLE"
-	export SIGMIG_TWO_GUESTS_NAME="$name"
-	SIGMIG_A_QEMU_PID=$(qemu_of "${guest_pids[0]}") SIGMIG_B_QEMU_PID=$(qemu_of "${guest_pids[1]}")
-	export SIGMIG_A_QEMU_PID SIGMIG_B_QEMU_PID
+	set -a
+	# shellcheck source=/dev/null # written just above by write_state
+	. "$STATE"
+	set +a
 	if [ ${#command[@]} -gt 0 ]; then
-		local rc=0
 		# In the background so that INT/TERM interrupt the wait at once.
 		"${command[@]}" &
 		command_pid=$!
 		wait "$command_pid" || rc=$?
 		command_pid=""
-		exit "$rc"
+		return "$rc"
 	fi
 	say "both agents up: A=$A_URL B=$B_URL token=$token"
 	say "environment in $STATE (source it in another shell); Ctrl-C to stop"
-	while kill -0 "${guest_pids[0]}" 2>/dev/null && kill -0 "${guest_pids[1]}" 2>/dev/null; do
-		sleep 2
-	done
+	wait -n "${guest_pids[@]}" || true
 	die "a guest stopped"
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * sigledger: compares sigsend logs with sigstorm ledgers (any number of
- * each, from any hosts) and prints a verdict. See --help for the rules.
+ * each, from any hosts) and, given the queues before and after a move,
+ * compares those too; prints the one verdict of a migration. See --help.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +15,19 @@
 
 #define PAYLOAD_TAG	0x5347000000000000ull
 #define TAG_MASK	0xffff000000000000ull
-#define MAX_FILES	32
+#define ID_SHIFT	32
+#define ID_MASK		0xffffu
+#define SEQ_MASK	0xffffffffull
+#define MAX_FILES	64
+#define MAX_SENDERS	256
+#define MAX_QUEUES	128
+#define SI_BYTES	128
 
 struct send {
-	int sender, seq_hi;
+	unsigned int id;	/* the sender's --id, in the payload */
+	int file;		/* the log it came from */
 	unsigned long seq;
-	int signo, target, uid, payload;
+	int signo, target, uid, payload, pid;
 	long long ns;
 	int delivered;
 };
@@ -31,14 +40,32 @@ struct group {			/* standard signals: one per (signo, queue) */
 
 struct timer_def { int id, signo; unsigned long long value; };
 
+struct sender { unsigned int id; int pid; };
+
+/* One queue of a --before/--after snapshot: count, and the records listed. */
+struct queue {
+	char name[32];
+	unsigned long count;
+	size_t n, cap;
+	unsigned char (*rec)[SI_BYTES];
+};
+
+struct snapshot {
+	struct queue q[MAX_QUEUES];
+	size_t nq;
+};
+
 static struct send *sends;
 static size_t nsends, capsends;
 static struct group groups[64 * 66];
 static size_t ngroups;
 static struct timer_def timers[4096];
 static size_t ntimers;
-static int senders[256], nsenders;
+static struct sender senders[MAX_SENDERS];
+static int nsenders;
 static int verbose;
+static struct snapshot before, after;
+static int have_queues;
 
 static struct {
 	unsigned long sent, delivered, lost, duplicated, mismatched, coalesced;
@@ -47,21 +74,37 @@ static struct {
 	unsigned long restores;
 } v;
 
+/* Why the verdict is FAIL: the ledger's counts, the queues, the caller's. */
+static char **reasons;
+static size_t nreasons;
+
 static const char help[] =
-"usage: sigledger --log SENDLOG... --ledger LEDGER... [--json] [--verbose]\n"
+"usage: sigledger --log SENDLOG [--log SENDLOG...] --ledger LEDGER [--ledger LEDGER...]\n"
+"                 [--before QUEUES --after QUEUES] [--fail REASON...] [--json] [--verbose]\n"
 "\n"
 "Compares what sigsend sent (its logs) with what sigstorm delivered (its\n"
 "ledgers, from one or several processes/hosts, e.g. before and after a\n"
 "checkpoint/restore) and prints: sent, delivered, lost, duplicated,\n"
-"mismatched (and coalesced, local, timer counts). Exit 0 iff lost,\n"
-"duplicated and mismatched are all 0.\n"
+"mismatched (and coalesced, local, timer counts), then the verdict: PASS\n"
+"when lost, duplicated and mismatched are 0, every queue of --after starts\n"
+"with exactly the records of the same queue in --before, something was\n"
+"pending before, and no --fail was given; else FAIL with every reason.\n"
+"Exit 0 on PASS, 1 on FAIL, 2 on bad usage or input. Each file needs its\n"
+"own --log or --ledger. --json prints the counts, the queue comparison and\n"
+"\"verdict\":{\"pass\":...,\"reasons\":[...]} as one JSON object.\n"
+"\n"
+"QUEUES files (a snapshot of a process's pending signals): a line\n"
+"'Q <name> <count>' per queue, then its listed records oldest first, one\n"
+"line of 256 hex digits (the 128-byte siginfo) each.\n"
 "\n"
 "Rules:\n"
 " * Real-time signals sent with a payload (sigqueue, rt_tgsigqueueinfo) are\n"
-"   exact: the kernel queues every one, so each sequence number must be\n"
-"   delivered exactly once (else lost / duplicated), with the same signal,\n"
-"   si_code SI_QUEUE, si_pid, si_uid, sival, the right thread for a thread-\n"
-"   directed send, and zero in every unused byte (else mismatched).\n"
+"   exact: the kernel queues every one, so each (sender id, sequence number)\n"
+"   must be delivered exactly once (else lost / duplicated), with the same\n"
+"   signal, si_code SI_QUEUE, si_pid, si_uid, sival, the right thread for a\n"
+"   thread-directed send, and zero in every unused byte (else mismatched).\n"
+"   Senders are told apart by the id in their payload (sigsend --id), not\n"
+"   by pid: two hosts hand out the same pids. Two logs of one id fail.\n"
 " * Standard signals (1-31) coalesce in the kernel: while one is pending in\n"
 "   a queue, another of the same number to the same queue is dropped. So n\n"
 "   sends of signal S to one queue (process-wide, or one thread) yield\n"
@@ -74,10 +117,15 @@ static const char help[] =
 "   This uses CLOCK_REALTIME stamps from both logs, so compare logs from\n"
 "   hosts whose clocks agree.\n"
 " * Ledgers of i386 workloads (H line arch 3) hold the compat siginfo\n"
-"   layout, whose sival is 32 bits: it carries the sequence number only.\n"
+"   layout, whose sival is 32 bits: it carries the sequence number only,\n"
+"   and the sender is found by si_pid (run their senders on one host).\n"
 " * Signals the workload raises itself (timers, SIGCHLD, SIGIO, mq_notify)\n"
 "   are counted as local; a SI_TIMER delivery must name (si_timerid) a timer\n"
-"   the workload created, with the same signal and sival, else mismatched.\n";
+"   the workload created, with the same signal and sival, else mismatched.\n"
+" * Queues: a queue of --after may hold SI_TIMER records after the moved\n"
+"   ones (timers re-armed by the restore fire while the copy is held);\n"
+"   anything else differing, or a snapshot that lists fewer records than it\n"
+"   counts, fails.\n";
 
 static void usage(int rc)
 {
@@ -85,12 +133,59 @@ static void usage(int rc)
 	exit(rc);
 }
 
+static void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("sigledger: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p)
+		fatal("out of memory");
+	return p;
+}
+
+static void add_reason(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void add_reason(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	reasons = xrealloc(reasons, (nreasons + 1) * sizeof(*reasons));
+	reasons[nreasons] = strdup(buf);
+	if (!reasons[nreasons++])
+		fatal("out of memory");
+}
+
+static FILE *open_or_die(const char *path)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		fatal("%s: %s", path, strerror(errno));
+	return f;
+}
+
 static int cmp_send(const void *a, const void *b)
 {
 	const struct send *x = a, *y = b;
 
-	if (x->sender != y->sender)
-		return x->sender < y->sender ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
@@ -108,77 +203,121 @@ static struct group *group_of(int signo, int queue)
 	return &groups[ngroups++];
 }
 
-static void add_sender(int pid)
+static void add_sender(unsigned int id, int pid)
 {
 	int i;
 
 	for (i = 0; i < nsenders; i++)
-		if (senders[i] == pid)
+		if (senders[i].id == id && senders[i].pid == pid)
 			return;
-	if (nsenders < 256)
-		senders[nsenders++] = pid;
+	if (nsenders == MAX_SENDERS)
+		fatal("more than %d senders", MAX_SENDERS);
+	senders[nsenders].id = id;
+	senders[nsenders++].pid = pid;
 }
 
-static int is_sender(int pid)
+static int is_sender_pid(int pid)
 {
 	int i;
 
 	for (i = 0; i < nsenders; i++)
-		if (senders[i] == pid)
+		if (senders[i].pid == pid)
 			return 1;
 	return 0;
 }
 
-static void parse_log(const char *path)
+/* The one sender id behind si_pid, for payloads without an id; -1: none or several. */
+static long id_of_pid(int pid)
+{
+	long id = -1;
+	int i;
+
+	for (i = 0; i < nsenders; i++) {
+		if (senders[i].pid != pid)
+			continue;
+		if (id >= 0 && (unsigned int)id != senders[i].id)
+			return -1;
+		id = senders[i].id;
+	}
+	return id;
+}
+
+/* A failed send was logged as S first: drop it (its own sender, its file). */
+static void drop_failed(const char *line, int file)
+{
+	unsigned long seq;
+	unsigned int id;
+	int n, sig, err;
+	size_t i;
+	char kind[32];
+
+	n = sscanf(line, "F %lu %31s %d %d %u", &seq, kind, &sig, &err, &id);
+	if (n < 1)
+		return;
+	for (i = nsends; i-- > 0;)
+		if (sends[i].file == file && sends[i].seq == seq && (n < 5 || sends[i].id == id)) {
+			sends[i].signo = 0;
+			break;
+		}
+	v.failed_sends++;
+}
+
+static void add_send(const struct send *s)
+{
+	if (nsends == capsends) {
+		capsends = capsends ? capsends * 2 : 4096;
+		sends = xrealloc(sends, capsends * sizeof(*sends));
+	}
+	sends[nsends++] = *s;
+}
+
+static void parse_log(const char *path, int file)
 {
 	char line[512], kind[32], value[32];
 	struct send s;
-	int pid, tid;
-	FILE *f = fopen(path, "r");
+	int tid, n;
+	FILE *f = open_or_die(path);
 
-	if (!f) {
-		fprintf(stderr, "sigledger: %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long fseq;
-
-		if (line[0] == 'F' && sscanf(line, "F %lu", &fseq) == 1) {
-			size_t i;
-
-			/* a failed send was logged as S first: drop it */
-			for (i = nsends; i-- > 0;)
-				if (sends[i].seq == fseq) {
-					sends[i].signo = 0;
-					break;
-				}
-			v.failed_sends++;
+		if (line[0] == 'F') {
+			drop_failed(line, file);
 			continue;
 		}
 		memset(&s, 0, sizeof(s));
-		if (sscanf(line, "S %lu %31s %d %d %d %d %31s %d %d %lld", &s.seq, kind,
-			   &s.signo, &pid, &s.target, &tid, value, &s.sender, &s.uid,
-			   &s.ns) != 10)
+		n = sscanf(line, "S %lu %31s %d %*d %d %d %31s %d %d %lld %u", &s.seq, kind,
+			   &s.signo, &s.target, &tid, value, &s.pid, &s.uid, &s.ns, &s.id);
+		if (n < 9)
 			continue;
+		if (n < 10)	/* a log from before --id: the default id */
+			s.id = (unsigned int)s.pid & ID_MASK;
+		s.file = file;
 		s.payload = value[0] != '-';
 		if (!strcmp(kind, "kill") || !strcmp(kind, "sigqueue"))
 			s.target = -1;
-		add_sender(s.sender);
-		if (nsends == capsends) {
-			capsends = capsends ? capsends * 2 : 4096;
-			sends = realloc(sends, capsends * sizeof(*sends));
-			if (!sends)
-				exit(2);
-		}
-		sends[nsends++] = s;
+		add_sender(s.id, s.pid);
+		add_send(&s);
 	}
 	fclose(f);
+}
+
+/* Each sender numbers its sends from 1: a pair seen twice is two senders. */
+static void check_ids(void)
+{
+	size_t i;
+
+	for (i = 1; i < nsends; i++)
+		if (sends[i].id == sends[i - 1].id && sends[i].seq == sends[i - 1].seq)
+			fatal("sender id %u logs send %lu twice (pids %d and %d): "
+			      "give each sigsend its own --id", sends[i].id, sends[i].seq,
+			      sends[i - 1].pid, sends[i].pid);
 }
 
 static void account_sends(void)
 {
 	size_t i, o = 0;
 
+	qsort(sends, nsends, sizeof(*sends), cmp_send);
+	check_ids();
 	for (i = 0; i < nsends; i++) {
 		struct group *g;
 
@@ -196,14 +335,13 @@ static void account_sends(void)
 	}
 	nsends = o;
 	v.sent = nsends;
-	qsort(sends, nsends, sizeof(*sends), cmp_send);
 }
 
 static int unhex(const char *h, unsigned char *out)
 {
 	int i, a, b;
 
-	for (i = 0; i < 128; i++) {
+	for (i = 0; i < SI_BYTES; i++) {
 		a = h[2 * i];
 		b = h[2 * i + 1];
 		a = a >= 'a' ? a - 'a' + 10 : a - '0';
@@ -248,17 +386,33 @@ static int tail_is_zero(const unsigned char *si, int from)
 {
 	int i;
 
-	for (i = from; i < 128; i++)
+	for (i = from; i < SI_BYTES; i++)
 		if (si[i])
 			return 0;
 	return 1;
 }
 
+static struct send *find_send(const unsigned char *si)
+{
+	uint64_t val = sival(si);
+	struct send key = { .seq = val & SEQ_MASK };
+	long id;
+
+	if (lay->value_size == 8) {
+		key.id = (unsigned int)(val >> ID_SHIFT) & ID_MASK;
+	} else {
+		id = id_of_pid(i32(si + lay->pid));
+		if (id < 0)
+			return NULL;
+		key.id = (unsigned int)id;
+	}
+	return bsearch(&key, sends, nsends, sizeof(*sends), cmp_send);
+}
+
 static void payload_delivery(const unsigned char *si, int index, long long ns,
 			     const char *line)
 {
-	struct send key = { .sender = i32(si + lay->pid), .seq = sival(si) & ~TAG_MASK };
-	struct send *s = bsearch(&key, sends, nsends, sizeof(*sends), cmp_send);
+	struct send *s = find_send(si);
 	struct group *g;
 
 	if (!s)
@@ -266,11 +420,11 @@ static void payload_delivery(const unsigned char *si, int index, long long ns,
 	if (++s->delivered > 1) {
 		v.duplicated++;
 		if (verbose)
-			fprintf(stderr, "duplicated seq %lu\n", s->seq);
+			fprintf(stderr, "duplicated: sender %u seq %lu\n", s->id, s->seq);
 		return;
 	}
-	if (s->signo != i32(si) || !s->payload || s->uid != i32(si + lay->uid) ||
-	    (s->target >= 0 && s->target != index) ||
+	if (s->signo != i32(si) || !s->payload || s->pid != i32(si + lay->pid) ||
+	    s->uid != i32(si + lay->uid) || (s->target >= 0 && s->target != index) ||
 	    !tail_is_zero(si, lay->value + lay->value_size))
 		return mismatch("content differs from the send", line);
 	if (s->signo < SIGRTMIN && (g = group_of(s->signo, s->target))) {
@@ -317,21 +471,21 @@ static void timer_delivery(const unsigned char *si, int restored, const char *li
 
 static void delivery(const char *line, int restored)
 {
-	unsigned char si[128];
+	unsigned char si[SI_BYTES];
 	char hex[300];
 	long long ns;
 	int index, tid, code;
 
 	if (sscanf(line, "D %d %d %lld %299s", &index, &tid, &ns, hex) != 4 ||
-	    strlen(hex) != 256 || unhex(hex, si))
+	    strlen(hex) != 2 * SI_BYTES || unhex(hex, si))
 		return mismatch("malformed ledger line", line);
 	v.delivered++;
 	code = i32(si + 8);
 	if (code == SI_TIMER)
 		return timer_delivery(si, restored, line);
-	if (code == SI_QUEUE && is_sender(i32(si + lay->pid)) && tagged(sival(si)))
+	if (code == SI_QUEUE && is_sender_pid(i32(si + lay->pid)) && tagged(sival(si)))
 		return payload_delivery(si, index, ns, line);
-	if ((code == SI_USER || code == SI_TKILL) && is_sender(i32(si + lay->pid)))
+	if ((code == SI_USER || code == SI_TKILL) && is_sender_pid(i32(si + lay->pid)))
 		return plain_delivery(si, code, index, ns, line);
 	v.delivered--;
 	v.local++;
@@ -340,12 +494,8 @@ static void delivery(const char *line, int restored)
 static void parse_timers(const char *path)
 {
 	char line[512];
-	FILE *f = fopen(path, "r");
+	FILE *f = open_or_die(path);
 
-	if (!f) {
-		fprintf(stderr, "sigledger: %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
 	while (fgets(line, sizeof(line), f) && ntimers < 4096)
 		if (sscanf(line, "T %d %d %llx", &timers[ntimers].id, &timers[ntimers].signo,
 			   &timers[ntimers].value) == 3)
@@ -358,12 +508,8 @@ static void parse_ledger(const char *path)
 	char line[512];
 	int restored = 0, pid, r, arch;
 	long long ns;
-	FILE *f = fopen(path, "r");
+	FILE *f = open_or_die(path);
 
-	if (!f) {
-		fprintf(stderr, "sigledger: %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
 	while (fgets(line, sizeof(line), f)) {
 		if (line[0] == 'H' && sscanf(line, "H %d %d", &pid, &r) == 2) {
 			arch = 62;
@@ -378,7 +524,7 @@ static void parse_ledger(const char *path)
 	fclose(f);
 }
 
-static void verdict(void)
+static void ledger_verdict(void)
 {
 	size_t i;
 
@@ -386,7 +532,8 @@ static void verdict(void)
 		if (sends[i].payload && sends[i].signo >= SIGRTMIN && !sends[i].delivered) {
 			v.lost++;
 			if (verbose)
-				fprintf(stderr, "lost seq %lu signal %d\n", sends[i].seq, sends[i].signo);
+				fprintf(stderr, "lost: sender %u seq %lu signal %d\n",
+					sends[i].id, sends[i].seq, sends[i].signo);
 		}
 	for (i = 0; i < ngroups; i++) {
 		struct group *g = &groups[i];
@@ -401,52 +548,266 @@ static void verdict(void)
 		else if (g->sent - g->delivered > lost)
 			v.coalesced += g->sent - g->delivered - lost;
 	}
+	if (v.lost)
+		add_reason("lost = %lu", v.lost);
+	if (v.duplicated)
+		add_reason("duplicated = %lu", v.duplicated);
+	if (v.mismatched)
+		add_reason("mismatched = %lu", v.mismatched);
+}
+
+/* ------------------------------------------------------------- queues */
+
+static struct queue *queue_of(struct snapshot *snap, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < snap->nq; i++)
+		if (!strcmp(snap->q[i].name, name))
+			return &snap->q[i];
+	return NULL;
+}
+
+static void queue_add(const char *path, struct queue *q, const char *hex)
+{
+	if (!q)
+		fatal("%s: a record before the first Q line", path);
+	if (strlen(hex) != 2 * SI_BYTES)
+		fatal("%s: queue %s: a record is not %d hex digits", path, q->name, 2 * SI_BYTES);
+	if (q->n == q->cap) {
+		q->cap = q->cap ? q->cap * 2 : 256;
+		q->rec = xrealloc(q->rec, q->cap * sizeof(*q->rec));
+	}
+	if (unhex(hex, q->rec[q->n++]))
+		fatal("%s: queue %s: a record is not hex", path, q->name);
+}
+
+static void parse_queues(const char *path, struct snapshot *snap)
+{
+	char line[512], name[32];
+	unsigned long count;
+	struct queue *q = NULL;
+	FILE *f = open_or_die(path);
+
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (!line[0])
+			continue;
+		if (sscanf(line, "Q %31s %lu", name, &count) != 2) {
+			queue_add(path, q, line);
+			continue;
+		}
+		if (queue_of(snap, name))
+			fatal("%s: queue %s listed twice", path, name);
+		if (snap->nq == MAX_QUEUES)
+			fatal("%s: more than %d queues", path, MAX_QUEUES);
+		q = &snap->q[snap->nq++];
+		snprintf(q->name, sizeof(q->name), "%s", name);
+		q->count = count;
+	}
+	fclose(f);
+	if (!snap->nq)
+		fatal("%s: no Q line (an empty snapshot still lists its queues)", path);
+}
+
+static int is_timer_record(const unsigned char *rec)
+{
+	return i32(rec + 8) == SI_TIMER;
+}
+
+/* "identical", "timers" (identical, then SI_TIMER records), "truncated", "different". */
+static const char *compare_queue(const struct queue *b, const struct queue *a, size_t *added)
+{
+	size_t i;
+
+	*added = 0;
+	if (b->n < b->count || a->n < a->count)
+		return "truncated";
+	if (a->n < b->n || (b->n && memcmp(a->rec, b->rec, b->n * sizeof(*b->rec))))
+		return "different";
+	for (i = b->n; i < a->n; i++)
+		if (!is_timer_record(a->rec[i]))
+			return "different";
+	*added = a->n - b->n;
+	return *added ? "timers" : "identical";
+}
+
+static const struct queue empty_queue = { .name = "" };
+
+static void queues_verdict(void)
+{
+	unsigned long pending = 0;
+	const struct queue *b, *a;
+	const char *how;
+	size_t i, added;
+
+	for (i = 0; i < before.nq; i++)
+		pending += before.q[i].count;
+	if (!pending)
+		add_reason("nothing was pending before the move");
+	for (i = 0; i < before.nq; i++) {
+		b = &before.q[i];
+		a = queue_of(&after, b->name);
+		how = a ? compare_queue(b, a, &added) : "missing";
+		if (!strcmp(how, "truncated"))
+			add_reason("queue %s: a snapshot lists fewer records than it counts "
+				   "(raise the snapshot limit)", b->name);
+		else if (strcmp(how, "identical") && strcmp(how, "timers"))
+			add_reason("queue %s %s after the move", b->name,
+				   a ? "differs" : "is missing");
+	}
+	for (i = 0; i < after.nq; i++)
+		if (!queue_of(&before, after.q[i].name) &&
+		    strcmp(compare_queue(&empty_queue, &after.q[i], &added), "different") == 0)
+			add_reason("queue %s is new after the move", after.q[i].name);
+}
+
+/* -------------------------------------------------------------- output */
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void json_queues(void)
+{
+	const struct queue *b, *a;
+	const char *how;
+	size_t i, added = 0;
+
+	printf(",\"queues\":[");
+	for (i = 0; i < before.nq; i++) {
+		b = &before.q[i];
+		a = queue_of(&after, b->name);
+		how = a ? compare_queue(b, a, &added) : "missing";
+		printf("%s{\"queue\":", i ? "," : "");
+		json_string(b->name);
+		printf(",\"before\":%lu,\"after\":%lu,\"result\":\"%s\",\"timers_added\":%zu}",
+		       b->count, a ? a->count : 0, how, a ? added : 0);
+	}
+	printf("]");
+}
+
+static void print_json(int pass)
+{
+	size_t i;
+
+	printf("{\"sent\":%lu,\"delivered\":%lu,\"lost\":%lu,\"duplicated\":%lu,\"mismatched\":%lu,"
+	       "\"coalesced\":%lu,\"local\":%lu,\"timers\":%lu,\"timers_after_restore\":%lu,"
+	       "\"invalid_timers\":%lu,\"max_overrun\":%ld,\"max_overrun_after_restore\":%ld,"
+	       "\"failed_sends\":%lu,\"restores\":%lu,\"senders\":%d",
+	       v.sent, v.delivered, v.lost, v.duplicated, v.mismatched, v.coalesced,
+	       v.local, v.timers, v.timers_after_restore, v.invalid_timers,
+	       v.max_overrun, v.max_overrun_after_restore, v.failed_sends, v.restores,
+	       nsenders);
+	if (have_queues)
+		json_queues();
+	printf(",\"verdict\":{\"pass\":%s,\"reasons\":[", pass ? "true" : "false");
+	for (i = 0; i < nreasons; i++) {
+		if (i)
+			putchar(',');
+		json_string(reasons[i]);
+	}
+	printf("]}}\n");
+}
+
+static void print_text(int pass)
+{
+	size_t i;
+
+	printf("verdict: %s sent=%lu delivered=%lu lost=%lu duplicated=%lu mismatched=%lu "
+	       "(coalesced=%lu local=%lu timers=%lu timers_after_restore=%lu max_overrun=%ld "
+	       "failed_sends=%lu restores=%lu senders=%d)", pass ? "PASS" : "FAIL",
+	       v.sent, v.delivered, v.lost, v.duplicated, v.mismatched, v.coalesced,
+	       v.local, v.timers, v.timers_after_restore, v.max_overrun,
+	       v.failed_sends, v.restores, nsenders);
+	for (i = 0; i < nreasons; i++)
+		printf("%s%s", i ? "; " : ": ", reasons[i]);
+	putchar('\n');
+}
+
+struct args {
+	const char *logs[MAX_FILES], *ledgers[MAX_FILES];
+	const char *before, *after;
+	const char *fails[MAX_FILES];
+	int nlogs, nledgers, nfails, json;
+};
+
+static void add_file(const char **list, int *n, const char *opt, const char *path)
+{
+	if (*n == MAX_FILES)
+		fatal("more than %d %s", MAX_FILES, opt);
+	list[(*n)++] = path;
+}
+
+static void parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option lo[] = {
+		{ "log", 1, 0, 'l' }, { "ledger", 1, 0, 'L' }, { "json", 0, 0, 'j' },
+		{ "before", 1, 0, 'b' }, { "after", 1, 0, 'a' }, { "fail", 1, 0, 'f' },
+		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'l': add_file(a->logs, &a->nlogs, "--log", optarg); break;
+		case 'L': add_file(a->ledgers, &a->nledgers, "--ledger", optarg); break;
+		case 'b': a->before = optarg; break;
+		case 'a': a->after = optarg; break;
+		case 'f': add_file(a->fails, &a->nfails, "--fail", optarg); break;
+		case 'j': a->json = 1; break;
+		case 'v': verbose = 1; break;
+		case 'h': usage(0); break;
+		default: usage(2);
+		}
+	}
+	/* "--log a b" would read a and silently ignore b. */
+	if (optind < argc)
+		fatal("unexpected argument '%s': each file needs its own --log or --ledger "
+		      "(see --help)", argv[optind]);
+	if (!a->nlogs || !a->nledgers)
+		fatal("at least one --log and one --ledger are needed (see --help)");
+	if (!a->before != !a->after)
+		fatal("--before and --after go together");
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "log", 1, 0, 'l' }, { "ledger", 1, 0, 'L' }, { "json", 0, 0, 'j' },
-		{ "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
-	const char *logs[MAX_FILES], *ledgers[MAX_FILES];
-	int nlogs = 0, nledgers = 0, json = 0, c, i;
+	struct args a = { .nlogs = 0 };
+	int i, pass;
 
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (c == 'l' && nlogs < MAX_FILES)
-			logs[nlogs++] = optarg;
-		else if (c == 'L' && nledgers < MAX_FILES)
-			ledgers[nledgers++] = optarg;
-		else if (c == 'j')
-			json = 1;
-		else if (c == 'v')
-			verbose = 1;
-		else
-			usage(c == 'h' ? 0 : 2);
-	}
-	if (!nlogs || !nledgers)
-		usage(2);
-	for (i = 0; i < nlogs; i++)
-		parse_log(logs[i]);
+	parse_args(argc, argv, &a);
+	for (i = 0; i < a.nlogs; i++)
+		parse_log(a.logs[i], i);
 	account_sends();
-	for (i = 0; i < nledgers; i++)
-		parse_timers(ledgers[i]);
-	for (i = 0; i < nledgers; i++)
-		parse_ledger(ledgers[i]);
-	verdict();
-	if (json)
-		printf("{\"sent\":%lu,\"delivered\":%lu,\"lost\":%lu,\"duplicated\":%lu,\"mismatched\":%lu,"
-		       "\"coalesced\":%lu,\"local\":%lu,\"timers\":%lu,\"timers_after_restore\":%lu,"
-		       "\"invalid_timers\":%lu,\"max_overrun\":%ld,\"max_overrun_after_restore\":%ld,"
-		       "\"failed_sends\":%lu,\"restores\":%lu}\n",
-		       v.sent, v.delivered, v.lost, v.duplicated, v.mismatched, v.coalesced,
-		       v.local, v.timers, v.timers_after_restore, v.invalid_timers,
-		       v.max_overrun, v.max_overrun_after_restore, v.failed_sends, v.restores);
+	for (i = 0; i < a.nledgers; i++)
+		parse_timers(a.ledgers[i]);
+	for (i = 0; i < a.nledgers; i++)
+		parse_ledger(a.ledgers[i]);
+	ledger_verdict();
+	if (a.before) {
+		parse_queues(a.before, &before);
+		parse_queues(a.after, &after);
+		have_queues = 1;
+		queues_verdict();
+	}
+	for (i = 0; i < a.nfails; i++)
+		add_reason("%s", a.fails[i]);
+	pass = nreasons == 0;
+	if (a.json)
+		print_json(pass);
 	else
-		printf("verdict: sent=%lu delivered=%lu lost=%lu duplicated=%lu mismatched=%lu "
-		       "(coalesced=%lu local=%lu timers=%lu timers_after_restore=%lu max_overrun=%ld "
-		       "failed_sends=%lu restores=%lu)\n",
-		       v.sent, v.delivered, v.lost, v.duplicated, v.mismatched, v.coalesced,
-		       v.local, v.timers, v.timers_after_restore, v.max_overrun,
-		       v.failed_sends, v.restores);
-	return v.lost || v.duplicated || v.mismatched;
+		print_text(pass);
+	return pass ? 0 : 1;
 }

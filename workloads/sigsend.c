@@ -2,12 +2,14 @@
 /*
  * sigsend: load generator for sigstorm. Every send is logged, before the
  * syscall, as one line (one write(2), O_APPEND):
- *   S <seq> <kind> <signo> <pid> <thread_index|-1> <tid|0> <value hex|-> <sender_pid> <uid> <realtime_ns>
- *   F <seq> <kind> <signo> <errno>        the syscall failed: not sent
+ *   S <seq> <kind> <signo> <pid> <thread_index|-1> <tid|0> <value hex|-> <sender_pid> <uid> <realtime_ns> <id>
+ *   F <seq> <kind> <signo> <errno> <id>   the syscall failed: not sent
  *   P <seq> / R <pid> / E <seq>            paused, resumed, ended
  * Payload-carrying sends (sigqueue, rt_tgsigqueueinfo) carry
- * 0x5347<<48 | seq as sival_ptr. Thread-directed sends target sigstorm's
- * threads, found by their names (storm-<index>) in /proc/<pid>/task.
+ * 0x5347<<48 | id<<32 | seq as sival_ptr: the sender id (--id) tells senders
+ * apart where pids do not (two hosts hand out the same pids). Thread-directed
+ * sends target sigstorm's threads, found by their names (storm-<index>) in
+ * /proc/<pid>/task.
  * SIGUSR1 pauses, SIGUSR2 resumes (re-reading --pid-file and the threads),
  * SIGTERM ends after the current send.
  */
@@ -26,6 +28,9 @@
 #include <unistd.h>
 
 #define PAYLOAD_TAG	0x5347000000000000ull
+#define ID_SHIFT	32
+#define ID_MAX		0xffffu
+#define SEQ_MAX		0xffffffffu
 #define MAX_TARGETS	64
 #define MAX_SIGS	64
 
@@ -42,7 +47,8 @@ static struct {
 	uint64_t seed;
 	int paused;
 	int std_percent;
-} opt = { .kinds = { 1, 1, 1, 1 }, .seed = 1, .std_percent = 15 };
+	long id;
+} opt = { .kinds = { 1, 1, 1, 1 }, .seed = 1, .std_percent = 15, .id = -1 };
 
 static struct { pid_t tid; int index; } targets[MAX_TARGETS];
 static int ntargets, log_fd = -1;
@@ -177,7 +183,7 @@ static void send_one(unsigned long seq)
 {
 	int kind = pick_kind(), signo = pick_signo(kind), idx = -1;
 	int payload = kind == K_SIGQUEUE || kind == K_TGSQ;
-	uint64_t value = PAYLOAD_TAG | seq;
+	uint64_t value = PAYLOAD_TAG | (uint64_t)opt.id << ID_SHIFT | seq;
 	pid_t tid = 0;
 	char vbuf[24] = "-";
 
@@ -189,15 +195,15 @@ static void send_one(unsigned long seq)
 	}
 	if (payload)
 		snprintf(vbuf, sizeof(vbuf), "%llx", (unsigned long long)value);
-	logf_("S %lu %s %d %d %d %d %s %d %d %lld\n", seq, kind_names[kind], signo,
-	      opt.pid, idx, tid, vbuf, getpid(), getuid(), now_ns());
+	logf_("S %lu %s %d %d %d %d %s %d %d %lld %ld\n", seq, kind_names[kind], signo,
+	      opt.pid, idx, tid, vbuf, getpid(), getuid(), now_ns(), opt.id);
 	while (do_send(kind, signo, tid, value)) {
 		if (errno == EAGAIN && !end_req) {
 			/* queue full (RLIMIT_SIGPENDING): the line above stays true once it goes */
 			usleep(1000);
 			continue;
 		}
-		logf_("F %lu %s %d %d\n", seq, kind_names[kind], signo, errno);
+		logf_("F %lu %s %d %d %ld\n", seq, kind_names[kind], signo, errno, opt.id);
 		return;
 	}
 }
@@ -236,7 +242,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sigsend (--pid PID | --pid-file FILE) --log PATH [--count N] [--rate PER_SEC]\n"
 		"               [--kinds kill,sigqueue,tgkill,tgsigqueue] [--rt 34,35,..] [--std 1,10,..]\n"
-		"               [--std-percent P] [--seed N] [--paused]\n"
+		"               [--std-percent P] [--seed N] [--paused] [--id N]\n"
+		"  --id N: 0-65535, carried in every payload and logged (default: the pid's\n"
+		"  low 16 bits); senders whose logs are compared together need distinct ids.\n"
 		"  SIGUSR1 pauses, SIGUSR2 resumes (re-reads --pid-file), SIGTERM ends.\n");
 	exit(2);
 }
@@ -261,8 +269,9 @@ static void parse(int argc, char **argv)
 		{ "pid", 1, 0, 'p' }, { "pid-file", 1, 0, 'f' }, { "log", 1, 0, 'l' },
 		{ "count", 1, 0, 'c' }, { "rate", 1, 0, 'r' }, { "kinds", 1, 0, 'k' },
 		{ "rt", 1, 0, 'R' }, { "std", 1, 0, 'S' }, { "seed", 1, 0, 's' },
-		{ "paused", 0, 0, 'P' }, { "std-percent", 1, 0, 'y' }, { "help", 0, 0, 'h' },
-		{ 0, 0, 0, 0 } };
+		{ "paused", 0, 0, 'P' }, { "std-percent", 1, 0, 'y' }, { "id", 1, 0, 'i' },
+		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+	char *end;
 	int c;
 
 	opt.nrt = parse_list("34,35,36,37,40,45,50,60", opt.rt);
@@ -280,9 +289,18 @@ static void parse(int argc, char **argv)
 		case 's': opt.seed = strtoull(optarg, NULL, 0) | 1; break;
 		case 'P': opt.paused = 1; break;
 		case 'y': opt.std_percent = atoi(optarg); break;
+		case 'i':
+			opt.id = strtol(optarg, &end, 10);
+			if (*end || end == optarg || opt.id < 0 || opt.id > (long)ID_MAX)
+				usage();
+			break;
 		default: usage();
 		}
 	}
+	if (optind < argc)
+		usage();
+	if (opt.id < 0)
+		opt.id = getpid() & ID_MAX;
 	read_pid_file();
 	if (opt.pid <= 0 || !opt.log || (!opt.nrt && !opt.nstd))
 		usage();
@@ -320,7 +338,8 @@ int main(int argc, char **argv)
 	gap.tv_nsec = opt.rate > 1 ? 1000000000L / opt.rate : 0;
 	if (opt.paused)
 		wait_resume(seq);
-	while (!end_req && (!opt.count || seq < opt.count)) {
+	/* The payload holds 32 bits of sequence number. */
+	while (!end_req && (!opt.count || seq < opt.count) && seq < SEQ_MAX) {
 		if (pause_req)
 			wait_resume(seq);
 		if (end_req)

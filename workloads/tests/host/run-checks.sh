@@ -35,5 +35,6 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_tap test_image "$build/san/test_image"
 run_tap test_runtime "$build/san/test_runtime"
+run_tap sigledger-checks "$(dirname "$0")/sigledger-checks.sh" "$build"
 fuzz
 exit $failed

@@ -3,31 +3,31 @@
 # si_timerid and its overrun; the timer ids are recreated identical.
 cd "$(dirname "$0")" && . ./lib.sh
 WORK=/tmp/wl-timer
-rm -rf $WORK && mkdir -p $WORK
+rm -rf "$WORK" && mkdir -p "$WORK"
 SOCK=/run/sigmig/timer.sock
 SOCK2=/run/sigmig/timer-restored.sock
 
-timer-restore --ctl $SOCK --state $WORK/state 2>>$WORK/err &
+timer-restore --ctl "$SOCK" --state "$WORK/state" 2>>"$WORK/err" &
 PID=$!
-track $PID
-wait_until 20 test -s $WORK/state
+track "$PID"
+wait_until 20 test -s "$WORK/state"
 ok $? "timer-restore armed its timers: ids $(cat $WORK/state 2>/dev/null)"
-sigmig-ctl $SOCK FREEZE >/dev/null
-reply=$(sigmig-ctl $SOCK DUMP --out $WORK/image)
+sigmig-ctl "$SOCK" FREEZE >/dev/null
+reply=$(sigmig-ctl "$SOCK" DUMP --out "$WORK/image")
 ok $? "DUMP: $reply"
 note "image: $(sigmig-ctl --inspect $WORK/image)"
-sigmig-ctl $SOCK COMMIT >/dev/null
+sigmig-ctl "$SOCK" COMMIT >/dev/null
 ok $? "COMMIT"
-wait_until 10 exited $PID
-timer-restore --restore $WORK/image --ctl $SOCK2 --state $WORK/state --ledger $WORK/unused \
-	2>>$WORK/err > $WORK/out
+wait_until 10 exited "$PID"
+timer-restore --restore "$WORK/image" --ctl "$SOCK2" --state "$WORK/state" --ledger "$WORK/unused" \
+	2>>"$WORK/err" > "$WORK/out"
 rc=$?
-cat $WORK/out | grep -v '^1\.\.' | sed 's/^\(not \)*ok [0-9]* - /\1ok - /' > $WORK/out2
+grep -v '^1\.\.' "$WORK/out" | sed 's/^\(not \)*ok [0-9]* - /\1ok - /' > "$WORK/out2"
 while read -r line; do
 	case "$line" in
 	"ok - "*) ok 0 "${line#ok - }" ;;
 	"not ok - "*) ok 1 "${line#not ok - }" ;;
 	esac
-done < $WORK/out2
-ok $rc "restored timer-restore exit status $rc $(cat $WORK/err)"
+done < "$WORK/out2"
+ok "$rc" "restored timer-restore exit status $rc $(cat "$WORK/err")"
 finish

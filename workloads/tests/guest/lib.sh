@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC3043 # busybox ash, the guest's shell, has local
 # Shared helpers for the workloads guest tests (busybox sh). Sourced.
 set -u
 PATH=/sigmig/bin:$PATH
@@ -60,11 +61,11 @@ exited() { ! kill -0 "$1" 2>/dev/null; }
 
 # start_storm SOCK LEDGER [extra args]: sets STORM_PID
 start_storm() {
-	local sock=$1 ledger=$2
+	local sock="$1" ledger="$2"
 	shift 2
 	${STORM:-sigstorm} --threads 4 --ctl "$sock" --ledger "$ledger" "$@" 2>>"$WORK/storm.err" &
 	STORM_PID=$!
-	track $STORM_PID
+	track "$STORM_PID"
 	wait_until 20 status_is "$sock" running
 }
 
@@ -76,9 +77,9 @@ pause_sender() {
 
 # start_sender PIDFILE LOG [extra args]: sets SENDER_PID
 start_sender() {
-	local pidfile=$1 log=$2
+	local pidfile="$1" log="$2"
 	shift 2
 	sigsend --pid-file "$pidfile" --log "$log" --rate "${SEND_RATE:-2000}" "$@" 2>>"$WORK/send.err" &
 	SENDER_PID=$!
-	track $SENDER_PID
+	track "$SENDER_PID"
 }

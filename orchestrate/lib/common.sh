@@ -129,7 +129,9 @@ agent_token_file() {
 	printf -v "$1" '%s' "$f"
 }
 
-# agent_api METHOD URL AUTHFILE [JSON|@FILE]: the reply body on stdout; the
+# agent_api METHOD URL AUTHFILE [JSON|@FILE]: the reply body on stdout (an
+# @FILE body is sent as $AGENT_API_TYPE, default application/octet-stream:
+# a JSON body holding a secret goes in a file, off the command line); the
 # status in $AGENT_STATUS (set in the caller only when not in a subshell,
 # so it is also written to $AGENT_STATUS_FILE when that is set).  Non-zero,
 # with the problem's code and detail on stderr, when the status is not 2xx.
@@ -139,7 +141,7 @@ agent_api() {
 	[ -z "$auth" ] || args+=(-H "@$auth")
 	if [ -n "$data" ]; then
 		if [ "${data:0:1}" = @ ]; then
-			args+=(-H 'Content-Type: application/octet-stream' --data-binary "$data")
+			args+=(-H "Content-Type: ${AGENT_API_TYPE:-application/octet-stream}" --data-binary "$data")
 		else
 			args+=(-H 'Content-Type: application/json' --data-binary "$data")
 		fi

@@ -93,7 +93,9 @@ main() {
 		"${quiet[@]}" &
 	guest_pid=$!
 	wait "$guest_pid" || rc=$?
-	guest_pid=""
+	# Seen under bash 5.2: TERM ended the wait and its trap never ran.  Then
+	# the guest still runs, and the exit hook must still stop it.
+	kill -0 "$guest_pid" 2>/dev/null || guest_pid=""
 	check_replies "$REPO/build/logs/guest-$name.log" || { [ "$rc" != 0 ] || rc=1; }
 	if [ -s "$initrd.failures" ]; then
 		cat "$initrd.failures"

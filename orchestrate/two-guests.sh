@@ -264,7 +264,9 @@ main() {
 		"${command[@]}" &
 		command_pid=$!
 		wait "$command_pid" || rc=$?
-		command_pid=""
+		# A signal may end the wait without its trap running (seen under
+		# bash 5.2): a command still running is left to teardown.
+		kill -0 "$command_pid" 2>/dev/null || command_pid=""
 		return "$rc"
 	fi
 	say "both agents up: A=$A_URL B=$B_URL token=$token"

@@ -132,24 +132,17 @@ use_case() {
 	cat "$out/case.log" 2>/dev/null || echo "# case $1: no result (see $out)"
 }
 
-# The checks every case ends with.
-check_ledger_clean() {
+# The check every case ends with: the one verdict of the migration,
+# sigledger's (ledger, queues, outcome), as migrate.sh stored it.
+check_verdict() {
 	local label=$1
 	if [ ! -f "$RESULT" ]; then
 		tap 1 "$label: a result was produced"
 		return
 	fi
-	local lost dup mism sent
-	lost=$(result '.ledger.lost // "none"')
-	dup=$(result '.ledger.duplicated // "none"')
-	mism=$(result '.ledger.mismatched // "none"')
-	sent=$(result '.ledger.sent // 0')
-	[ "$lost" = 0 ]
-	tap $? "$label: ledger lost = 0 (got $lost of $sent sent)"
-	[ "$dup" = 0 ]
-	tap $? "$label: ledger duplicated = 0 (got $dup)"
-	[ "$mism" = 0 ]
-	tap $? "$label: ledger mismatched = 0 (got $mism)"
-	[ "$(result '.failures | length')" = 0 ]
-	tap $? "$label: outcome as expected ($(result '.failures | join("; ")' | head -c 200))"
+	[ "$(result '.ledger.verdict.pass')" = true ]
+	tap $? "$label: verdict $(result 'if .ledger.verdict.pass then "PASS" else "FAIL" end') ($(result '.ledger |
+		if .verdict then "sent \(.sent), lost \(.lost), duplicated \(.duplicated), mismatched \(.mismatched)"
+			+ (.verdict.reasons | if length > 0 then ": " + join("; ") else "" end)
+		else .error end' | head -c 300))"
 }

@@ -6,7 +6,9 @@
 Prints the text report on stdout; with --html also writes the same report as
 one self-contained HTML page (inline CSS and SVG, no external resources):
 a timeline of the migration phases and the queues before and after drawn as
-pictures.  Exit status 0 when the verdict is PASS, 1 when FAIL, 2 on bad input.
+pictures.  The verdict is sigledger's, as migrate.sh stored it (ledger.verdict):
+exit status 0 when it is PASS, 1 when FAIL, 2 when the result lacks a field
+it needs (named in the message).
 """
 import argparse
 import collections
@@ -25,114 +27,85 @@ KEY_FIELDS = ("pid", "uid", "value", "timerid", "overrun", "status", "band",
 
 
 # ---------------------------------------------------------------- input model
+#
+# result.json is written by orchestrate/migrate.sh: the agents' replies as
+# docs/openapi.yaml defines them (before, after: GET .../signals; migrate:
+# POST .../migrate) and sigledger's JSON (ledger), whose verdict is the one
+# verdict of the migration. Only documented fields are read; a missing one
+# is an error naming it.
 
-def records_of(queue):
-    """A queue may be a list of records or an object holding one."""
-    if isinstance(queue, list):
-        return queue
-    if isinstance(queue, dict):
-        for key in ("signals", "pending", "records", "entries", "queue"):
-            if isinstance(queue.get(key), list):
-                return queue[key]
-    return []
-
-
-def thread_label(thread, position):
-    index = thread.get("index", position)
-    return index, "thread %s" % index
+class ReportError(Exception):
+    pass
 
 
-def extract_queues(snapshot):
+def need(obj, path, where="result.json"):
+    """obj's member at the dotted path; ReportError naming it if absent."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        elif isinstance(cur, dict) and cur.get(part) is not None:
+            cur = cur[part]
+        else:
+            raise ReportError("%s has no %s" % (where, path))
+    return cur
+
+
+def extract_queues(snapshot, which):
     """[(key, label, records)] for every thread's private queue, then the
-    process-wide queue, from a GET /v1/workloads/{id}/signals reply."""
-    if not isinstance(snapshot, dict):
+    process-wide queue, of a GET /v1/workloads/{id}/signals reply; the
+    keys are sigledger's queue names."""
+    if snapshot is None:
         return []
+    where = "result.json %s" % which
     queues = []
-    threads = snapshot.get("threads") or []
-    for pos, thread in enumerate(threads):
-        index, label = thread_label(thread, pos)
-        private = None
-        for key in ("private", "pending", "signals", "queue", "records"):
-            if key in thread:
-                private = thread[key]
-                break
-        queues.append(("t%s" % index, label + " private", records_of(private)))
-    shared = None
-    for key in ("shared", "process", "group", "process_wide"):
-        if key in snapshot:
-            shared = snapshot[key]
-            break
-    queues.append(("shared", "process-wide", records_of(shared)))
+    for pos, thread in enumerate(need(snapshot, "threads", where)):
+        index = need(thread, "index", "%s thread %d" % (where, pos))
+        queues.append(("t%s" % index, "thread %s private" % index,
+                       need(thread, "pending.signals", "%s thread %d" % (where, pos))))
+    queues.append(("shared", "process-wide", need(snapshot, "shared.signals", where)))
     return queues
 
 
-def first_number(obj, *names):
-    for name in names:
-        if isinstance(obj, dict) and isinstance(obj.get(name), (int, float)):
-            return obj[name]
-    return None
-
-
-def seconds_of(obj, phase):
-    """Phase duration in seconds from *_ns, *_us, *_ms or *_s fields."""
-    if not isinstance(obj, dict):
-        return None
-    for suffix, scale in (("_ns", 1e-9), ("_us", 1e-6), ("_ms", 1e-3), ("_s", 1.0)):
-        v = obj.get(phase + suffix)
-        if isinstance(v, (int, float)):
-            return v * scale
-    return None
+def moved(result):
+    """The migrate call answered 2xx (else its reply is a problem)."""
+    status = result.get("migrate_status")
+    if status is None:
+        raise ReportError("result.json has no migrate_status")
+    return status.startswith("2")
 
 
 def timings_of(result):
-    reply = result.get("migrate") or {}
-    sources = [reply.get("timings"), reply.get("timing"), reply]
-    out = {}
-    for phase in PHASES + ("downtime", "total"):
-        for src in sources:
-            v = seconds_of(src, phase)
-            if v is None and phase == "downtime":
-                v = seconds_of(src, "total_downtime")
-            if v is not None:
-                out[phase] = v
-                break
-    if "downtime" not in out and "total" in out:
-        out["downtime"] = out["total"]
-    return out
+    """Phase durations in seconds, from the migrate reply's timings (ms)."""
+    if not moved(result):
+        return {}
+    timings = need(result, "migrate.timings")
+    return {phase: need(timings, phase + "_ms", "the migrate reply's timings") / 1e3
+            for phase in PHASES + ("downtime",)}
 
 
 def ledger_of(result):
-    led = result.get("ledger") or {}
-    summary = led.get("summary") if isinstance(led.get("summary"), dict) else led
-    out = {}
-    for name, keys in (("sent", ("sent",)),
-                       ("delivered_a", ("delivered_a", "delivered_on_a")),
-                       ("migrated", ("migrated",)),
-                       ("delivered_b", ("delivered_b", "delivered_on_b")),
-                       ("delivered", ("delivered",)),
-                       ("lost", ("lost",)),
-                       ("duplicated", ("duplicated", "duplicates")),
-                       ("mismatched", ("mismatched", "mismatches"))):
-        out[name] = first_number(summary, *keys)
-    hosts = led.get("hosts") or led.get("by_host") or {}
-    if isinstance(hosts, dict):
-        for host, key in (("a", "delivered_a"), ("b", "delivered_b")):
-            h = hosts.get(host) or hosts.get(host.upper())
-            if out[key] is None and isinstance(h, dict):
-                out[key] = first_number(h, "delivered")
-    for key, src in (("delivered_a", "delivered_a"), ("delivered_b", "delivered_b"),
-                     ("migrated", "migrated")):
-        extra = (result.get("ledger_extra") or {}).get(src)
-        if out[key] is None and isinstance(extra, (int, float)):
-            out[key] = extra
+    """sigledger's counts and verdict, and the per-host counts migrate.sh adds."""
+    led = need(result, "ledger")
+    if "error" in led:
+        raise ReportError("no verdict: %s" % led["error"])
+    out = {name: need(led, name, "sigledger's verdict") for name in
+           ("sent", "delivered", "lost", "duplicated", "mismatched")}
+    for name in ("delivered_a", "delivered_b", "migrated"):
+        out[name] = need(result, "ledger_extra." + name)
+    out["pass"] = need(led, "verdict.pass", "sigledger's verdict")
+    out["reasons"] = need(led, "verdict.reasons", "sigledger's verdict")
+    # Per queue: identical, timers (identical, then timer signals fired on
+    # B), truncated, different, missing; absent when not compared.
+    out["queues"] = {q["queue"]: (q["result"], q["timers_added"]) for q in led.get("queues", [])}
     return out
 
 
 def code_class(rec):
-    name = rec.get("code_name")
+    name = rec["code_name"]	# null when the code has no name
     if name:
         return name
-    return "si_code %s" % rec.get("code", "?")
+    return "si_code %s" % rec["code"]
 
 
 def key_fields(rec):
@@ -146,51 +119,16 @@ def key_fields(rec):
     return " ".join(parts[:3])
 
 
-def compare_queue(before_recs, after_recs):
-    """("identical"|"timers"|"different", records added on B).
-
-    A held copy's timers are re-armed by the restore, so signals of those
-    timers may be queued behind the moved records before its queues are
-    read: the moved records must still be the head, byte for byte.
-    """
-    want, got = raw_list(before_recs), raw_list(after_recs)
-    if got == want:
-        return "identical", 0
-    extra = after_recs[len(want):]
-    if got[:len(want)] == want and all(code_class(r) == "SI_TIMER" for r in extra):
-        return "timers", len(extra)
-    return "different", 0
+def queue_result(ledger, key):
+    """sigledger's comparison of one queue: (result, timer signals added)."""
+    return ledger["queues"].get(key, (None, 0))
 
 
-def raw_list(records):
-    return [r.get("raw") for r in records]
-
-
-# ------------------------------------------------------------------- verdict
-
-def verdict(result, before, after, ledger):
-    reasons = []
-    for name in ("lost", "duplicated", "mismatched"):
-        v = ledger.get(name)
-        if v is None:
-            reasons.append("ledger has no '%s' count" % name)
-        elif v != 0:
-            reasons.append("%s = %s" % (name, v))
-    if result.get("expect") == "rollback":
-        return not reasons, reasons
-    after_map = {k: recs for k, _, recs in after}
-    if result.get("exact_snapshot", True):
-        for key, label, recs in before:
-            if compare_queue(recs, after_map.get(key, []))[0] == "different":
-                reasons.append("%s differs after the move" % label)
-    restore = ((result.get("migrate") or {}).get("target_workload") or {}).get("restore") or {}
-    if restore and not restore.get("verified"):
-        reasons.append("B did not verify the requeued queues")
-    if sum(len(r) for _, _, r in before) == 0:
-        reasons.append("nothing was pending before the move")
-    for extra in result.get("failures") or []:
-        reasons.append(str(extra))
-    return not reasons, reasons
+def restore_of(result):
+    """The migrate reply's account of B's restore (None when nothing moved)."""
+    if not moved(result):
+        return None
+    return need(result, "migrate.target_workload.restore")
 
 
 # --------------------------------------------------------------- text report
@@ -227,33 +165,39 @@ class Text:
         self.add(self.c("36", "-" * min(len(s), self.width)))
 
 
-def queue_table(t, before, after, exact=True, restore=None):
+def queue_mark(t, ledger, key, exact, moved):
+    """The queue's line end, from sigledger's comparison of it."""
+    how, added = queue_result(ledger, key)
+    if not moved:
+        return t.c("33", "stayed on A")
+    if not exact:
+        return t.c("33", "ran in between")
+    if how == "identical":
+        return t.c("32", "identical")
+    if how == "timers":
+        return t.c("32", "identical") + t.c("33", " + %d timer signal%s fired on B since"
+                                            % (added, "s" if added > 1 else ""))
+    return t.c("1;31", (how or "not compared").upper())
+
+
+def queue_table(t, before, after, ledger, exact, restore):
     after_map = {k: recs for k, _, recs in after}
     t.add("  %-22s %12s %12s   %s" % ("queue", "before on A", "after on B" if exact else "on B later", "bytes"))
     for key, label, recs in before:
         other = after_map.get(key, [])
-        how, added = compare_queue(recs, other)
-        if how == "identical":
-            mark = t.c("32", "identical")
-        elif how == "timers" and exact:
-            mark = t.c("32", "identical") + t.c("33", " + %d timer signal%s fired on B since"
-                                                % (added, "s" if added > 1 else ""))
-        elif exact:
-            mark = t.c("1;31", "DIFFERENT")
-        else:
-            mark = t.c("33", "ran in between")
-        t.add("  %-22s %12s %12s   %s" % (label, fmt_n(len(recs)), fmt_n(len(other)), mark))
+        t.add("  %-22s %12s %12s   %s" % (label, fmt_n(len(recs)), fmt_n(len(other)),
+                                          queue_mark(t, ledger, key, exact, bool(after))))
     tb = sum(len(r) for _, _, r in before)
     ta = sum(len(r) for _, _, r in after)
     t.add("  %-22s %12s %12s" % ("total", fmt_n(tb), fmt_n(ta)))
     if restore:
-        t.add("  %-22s %12s %12s   %s" % ("requeued on B", "", fmt_n(restore.get("requeued")),
-              t.c("32", "verified byte for byte before resuming") if restore.get("verified")
+        t.add("  %-22s %12s %12s   %s" % ("requeued on B", "", fmt_n(need(restore, "requeued")),
+              t.c("32", "verified byte for byte before resuming") if need(restore, "verified")
               else t.c("1;31", "NOT verified")))
 
 
 def signal_mix(recs):
-    by_sig = collections.Counter((r.get("signal", "?"), code_class(r)) for r in recs)
+    by_sig = collections.Counter((r["signal"], code_class(r)) for r in recs)
     mix = ", ".join("%s/%s x%s" % (s, c, fmt_n(n)) for (s, c), n in by_sig.most_common(3))
     if len(by_sig) > 3:
         mix += ", +%d kinds" % (len(by_sig) - 3)
@@ -261,24 +205,24 @@ def signal_mix(recs):
 
 
 def describe(rec):
-    return "%s %s %s" % (rec.get("signal", "?"), code_class(rec), key_fields(rec))
+    return "%s %s %s" % (rec["signal"], code_class(rec), key_fields(rec))
 
 
-def queue_samples(t, before, after):
+def queue_samples(t, before, after, ledger):
     after_map = {k: recs for k, _, recs in after}
     for key, label, recs in before:
         other = after_map.get(key, [])
         if not recs and not other:
             continue
         t.add("  %-18s A: %s" % (label, signal_mix(recs) or "empty"))
-        how, added = compare_queue(recs, other)
-        if how != "different":
+        how, added = queue_result(ledger, key)
+        if how in ("identical", "timers"):
             t.add("  %-18s B: %s" % ("", t.c("32", "the same %s records, byte for byte" % fmt_n(len(recs)))
                                      + (t.c("33", ", then %d new from its timers" % added) if added else "")))
-        else:
-            t.add("  %-18s B: %s" % ("", t.c("1;31", signal_mix(other) or "empty")))
+        elif after:
+            t.add("  %-18s B: %s" % ("", t.c("1;31" if how else "33", signal_mix(other) or "empty")))
         for side, rs in (("A", recs), ("B", other)):
-            if rs and (side == "A" or how == "different"):
+            if rs and (side == "A" or how not in ("identical", "timers")):
                 t.add("  %-18s    %s oldest: %s" % ("", side, describe(rs[0])))
                 if len(rs) > 1:
                     t.add("  %-18s    %s newest: %s" % ("", side, describe(rs[-1])))
@@ -292,64 +236,59 @@ def class_counts(queues):
     return counts
 
 
-def render_text(result, before, after, timings, ledger, ok, reasons, color, width):
+def render_text(result, before, after, timings, ledger, color, width):
     t = Text(color, width)
-    src = result.get("from", {})
-    dst = result.get("to", {})
+    src, dst = need(result, "from"), need(result, "to")
     t.add(t.c("1", "sigmig: moving a signal-heavy process from %s to %s" %
-               (src.get("label", "A"), dst.get("label", "B"))))
-    wa = result.get("workload_a") or {}
-    wb = result.get("workload_b") or {}
+               (need(src, "label"), need(dst, "label"))))
+    wa, wb = need(result, "workload_a"), need(result, "workload_b")
     t.add("  workload %s, %s threads: pid %s on %s (%s)  ->  pid %s on %s (%s)" % (
-        wa.get("program", "sigstorm"), result.get("threads", "?"),
-        wa.get("pid", "?"), src.get("label", "A"), src.get("kernel", "?"),
-        wb.get("pid", "?"), dst.get("label", "B"), dst.get("kernel", "?")))
-    if result.get("expect") == "rollback":
-        t.add(t.c("33", "  expected outcome: rollback (fault injected: %s)" % result.get("fault", "?")))
+        need(wa, "program"), need(result, "threads"),
+        need(wa, "pid"), src["label"], need(src, "kernel"),
+        wb["pid"] if "pid" in wb and wb["pid"] else "-", dst["label"], need(dst, "kernel")))
+    rollback = need(result, "expect") == "rollback"
+    if rollback:
+        t.add(t.c("33", "  expected outcome: rollback (fault injected: %s)" % need(result, "fault")))
 
     t.title("Pending signals, per queue (before on A, after on B)")
-    exact = result.get("exact_snapshot", True)
-    if not exact:
+    exact = need(result, "exact_snapshot") is True
+    if after and not exact:
         t.add(t.c("33", "  note: the copy on B resumed before it could be looked at; 'after' is what it has not"))
         t.add(t.c("33", "  consumed yet. B's runtime re-read every requeued queue and compared it byte for byte."))
-    restore = ((result.get("migrate") or {}).get("target_workload") or {}).get("restore")
-    queue_table(t, before, after, exact, restore)
+    restore = restore_of(result)
+    queue_table(t, before, after, ledger, exact, restore)
 
     t.title("What is pending (signal / si_code, oldest and newest record)")
-    queue_samples(t, before, after)
+    queue_samples(t, before, after, ledger)
 
     t.title("Counts by si_code class")
     cb, ca = class_counts(before), class_counts(after)
     for name in sorted(set(cb) | set(ca), key=lambda n: -cb.get(n, 0)):
         t.add("  %-14s %10s on A  %10s on B" % (name, fmt_n(cb.get(name, 0)), fmt_n(ca.get(name, 0))))
 
-    t.title("Timings")
-    line = "  " + "  |  ".join("%s %s" % (p, fmt_s(timings.get(p))) for p in PHASES)
-    t.add(line)
-    t.add("  %s: %s" % (downtime_label(result), t.c("1", fmt_s(timings.get("downtime")))))
-    mig = result.get("migrate") or {}
-    image = mig.get("image_size") or mig.get("image_bytes")
-    if image:
-        t.add("  image: %s bytes, %s signals" % (fmt_n(image), fmt_n(mig.get("signals"))))
-    restore = (mig.get("target_workload") or {}).get("restore") or {}
-    if restore:
+    if timings:
+        t.title("Timings")
+        t.add("  " + "  |  ".join("%s %s" % (p, fmt_s(timings[p])) for p in PHASES))
+        t.add("  %s: %s" % (downtime_label(result), t.c("1", fmt_s(timings["downtime"]))))
+        t.add("  image: %s bytes, %s signals" % (fmt_n(need(result, "migrate.image_bytes")),
+                                                fmt_n(need(result, "migrate.signals"))))
         t.add("  B requeued %s signals and re-read every queue: %s" % (
-            fmt_n(restore.get("requeued")),
-            t.c("32", "verified byte for byte") if restore.get("verified") else t.c("1;31", "NOT verified")))
+            fmt_n(need(restore, "requeued")),
+            t.c("32", "verified byte for byte") if need(restore, "verified") else t.c("1;31", "NOT verified")))
 
     t.title("Ledger (every signal sent, accounted for on both hosts)")
     t.add("  sent %s | delivered on A %s | migrated %s | delivered on B %s" % (
-        fmt_n(ledger.get("sent")), fmt_n(ledger.get("delivered_a")),
-        fmt_n(ledger.get("migrated")), fmt_n(ledger.get("delivered_b"))))
-    bad = lambda k: t.c("1;31" if ledger.get(k) else "32", fmt_n(ledger.get(k)))
+        fmt_n(ledger["sent"]), fmt_n(ledger["delivered_a"]),
+        fmt_n(ledger["migrated"]), fmt_n(ledger["delivered_b"])))
+    bad = lambda k: t.c("1;31" if ledger[k] else "32", fmt_n(ledger[k]))
     t.add("  lost %s | duplicated %s | mismatched %s" % (bad("lost"), bad("duplicated"), bad("mismatched")))
     t.add()
-    if ok and result.get("expect") == "rollback":
+    if ledger["pass"] and rollback:
         t.add(t.c("1;42;30", "  PASS  ") + "  the move failed safely: the original kept every signal, nothing lost or duplicated")
-    elif ok:
+    elif ledger["pass"]:
         t.add(t.c("1;42;30", "  PASS  ") + "  every pending signal arrived on B exactly once, byte for byte")
     else:
-        t.add(t.c("1;41;37", "  FAIL  ") + "  " + "; ".join(reasons))
+        t.add(t.c("1;41;37", "  FAIL  ") + "  " + "; ".join(ledger["reasons"]))
     return "\n".join(t.lines)
 
 
@@ -357,17 +296,19 @@ def render_text(result, before, after, timings, ledger, ok, reasons, color, widt
 
 def downtime_label(result):
     """A copy held for the snapshot resumed later, when it was thawed."""
-    if result.get("held_on_b"):
+    if need(result, "held_on_b") is True:
         return ("downtime, freeze to the copy ready on B (then held %ss frozen for this snapshot)"
-                % result.get("held_seconds", "?"))
+                % need(result, "held_seconds"))
     return "total downtime (freeze to resume)"
 
 
 def svg_timeline(timings, width=900, end_label="resume on B"):
-    total = timings.get("downtime") or sum(timings.get(p) or 0 for p in PHASES)
+    if not timings:
+        return "<p>nothing moved: no timings</p>"
+    total = timings["downtime"] or sum(timings[p] for p in PHASES)
     if not total:
         return "<p>no timings</p>"
-    parts = [(p, timings.get(p) or 0) for p in PHASES]
+    parts = [(p, timings[p]) for p in PHASES]
     other = max(total - sum(v for _, v in parts), 0)
     if other > total * 0.005:
         parts.append(("other", other))
@@ -414,25 +355,31 @@ def svg_queue(records, palette, cols=64, cell=6, max_cells=2048):
         x, y = 1 + (i % cols) * cell, 1 + (i // cols) * cell
         out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s %s %s</title></rect>'
                    % (x, y, cell - 1, cell - 1, palette.get(code_class(rec), "#999"),
-                      html.escape(str(rec.get("signal", "?"))), html.escape(code_class(rec)),
+                      html.escape(str(rec["signal"])), html.escape(code_class(rec)),
                       html.escape(key_fields(rec))))
     out.append("</svg>")
     note = "" if per == 1 else " (one square = %d signals)" % per
     return "".join(out), note
 
 
-def render_html(result, before, after, timings, ledger, ok, reasons, text):
+def render_html(result, before, after, timings, ledger, text):
     palette = class_palette(before, after)
     after_map = {k: (label, recs) for k, label, recs in after}
+    exact = need(result, "exact_snapshot") is True
     rows = []
     for key, label, recs in before:
         other = after_map.get(key, (label, []))[1]
         sa, na = svg_queue(recs, palette)
         sb, nb = svg_queue(other, palette)
-        how, added = compare_queue(recs, other)
-        mark = {"identical": '<span class="ok">identical</span>',
-                "timers": '<span class="ok">identical</span> + %d from timers on B' % added,
-                "different": '<span class="bad">different</span>'}[how]
+        how, added = queue_result(ledger, key)
+        if not after:
+            mark = "stayed on A"
+        elif not exact:
+            mark = "ran in between"
+        else:
+            mark = {"identical": '<span class="ok">identical</span>',
+                    "timers": '<span class="ok">identical</span> + %d from timers on B' % added,
+                    }.get(how, '<span class="bad">%s</span>' % html.escape(how or "not compared"))
         rows.append("<tr><th>%s<br><small>%d &rarr; %d<br>%s</small></th><td>%s<small>%s</small></td>"
                     "<td>%s<small>%s</small></td></tr>" % (
                         html.escape(label), len(recs), len(other),
@@ -441,14 +388,16 @@ def render_html(result, before, after, timings, ledger, ok, reasons, text):
     legend = " ".join('<span class="sw" style="background:%s"></span>%s' % (c, html.escape(n))
                       for n, c in palette.items())
     led_cells = "".join("<td class='%s'>%s<br><small>%s</small></td>" % (
-        "bad" if k in ("lost", "duplicated", "mismatched") and ledger.get(k) else "",
-        fmt_n(ledger.get(k)), label) for k, label in (
+        "bad" if k in ("lost", "duplicated", "mismatched") and ledger[k] else "",
+        fmt_n(ledger[k]), label) for k, label in (
         ("sent", "sent"), ("delivered_a", "delivered on A"), ("migrated", "migrated"),
         ("delivered_b", "delivered on B"), ("lost", "lost"), ("duplicated", "duplicated"),
         ("mismatched", "mismatched")))
     verdict_html = ('<div class="verdict pass">PASS: every pending signal arrived exactly once, byte for byte</div>'
-                    if ok else '<div class="verdict fail">FAIL: %s</div>' % html.escape("; ".join(reasons)))
-    src, dst = result.get("from", {}), result.get("to", {})
+                    if ledger["pass"] else '<div class="verdict fail">FAIL: %s</div>'
+                    % html.escape("; ".join(ledger["reasons"])))
+    src, dst = need(result, "from"), need(result, "to")
+    held = need(result, "held_on_b") is True
     return """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>sigmig migration report</title>
@@ -477,20 +426,19 @@ pre{background:#f5f5f5;padding:1em;font-size:.8em;overflow:auto}
 <pre>%(text)s</pre>
 </body></html>
 """ % {
-        "program": html.escape(str((result.get("workload_a") or {}).get("program", "sigstorm"))),
-        "src": html.escape(src.get("label", "A")), "dst": html.escape(dst.get("label", "B")),
-        "threads": html.escape(str(result.get("threads", "?"))),
+        "program": html.escape(str(need(result, "workload_a.program"))),
+        "src": html.escape(need(src, "label")), "dst": html.escape(need(dst, "label")),
+        "threads": html.escape(str(need(result, "threads"))),
         "pending": fmt_n(sum(len(r) for _, _, r in before)),
-        "ka": html.escape(str(src.get("kernel", "?"))), "kb": html.escape(str(dst.get("kernel", "?"))),
+        "ka": html.escape(str(need(src, "kernel"))), "kb": html.escape(str(need(dst, "kernel"))),
         "verdict": verdict_html, "downtime": fmt_s(timings.get("downtime")),
         "downtime_span": html.escape("from freeze to the copy ready on B (held %ss more for the snapshot)"
-                                     % result.get("held_seconds", "?")
-                                     if result.get("held_on_b") else "from freeze to resume"),
-        "timeline": svg_timeline(timings, end_label="ready on B" if result.get("held_on_b") else "resume on B"),
+                                     % need(result, "held_seconds") if held else "from freeze to resume"),
+        "timeline": svg_timeline(timings, end_label="ready on B" if held else "resume on B"),
         "legend": legend, "rows": "".join(rows),
         "ledger": led_cells, "text": html.escape(text),
-        "after_title": "after, on B" if result.get("exact_snapshot", True) else
-                       "on B, moments later (it resumed at once; B verified the requeued queues itself)",
+        "after_title": ("the original, still on A" if not after else "after, on B" if exact else
+                        "on B, moments later (it resumed at once; B verified the requeued queues itself)"),
     }
 
 
@@ -504,27 +452,29 @@ def main():
     try:
         with open(args.result) as f:
             result = json.load(f)
-    except (OSError, ValueError) as e:
-        print("report: cannot read %s: %s" % (args.result, e), file=sys.stderr)
+        before = extract_queues(need(result, "before"), "before")
+        if "after" not in result:
+            raise ReportError("result.json has no after (null when nothing moved)")
+        after = extract_queues(result["after"], "after")
+        timings = timings_of(result)
+        ledger = ledger_of(result)
+        color = not args.no_color and sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
+        text = render_text(result, before, after, timings, ledger, color, args.width)
+        page = None
+        if args.html:
+            plain = render_text(result, before, after, timings, ledger, False, args.width)
+            page = render_html(result, before, after, timings, ledger, plain)
+    except (OSError, ValueError, ReportError) as e:
+        print("report: %s: %s" % (args.result, e), file=sys.stderr)
         return 2
-    before = extract_queues(result.get("before"))
-    after = extract_queues(result.get("after"))
-    timings = timings_of(result)
-    ledger = ledger_of(result)
-    if ledger.get("migrated") is None:
-        ledger["migrated"] = sum(len(r) for _, _, r in before)
-    ok, reasons = verdict(result, before, after, ledger)
-    color = not args.no_color and sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    text = render_text(result, before, after, timings, ledger, ok, reasons, color, args.width)
     print(text)
-    if args.html:
-        plain = render_text(result, before, after, timings, ledger, ok, reasons, False, args.width)
+    if page is not None:
         tmp = args.html + ".tmp"
         with open(tmp, "w") as f:
-            f.write(render_html(result, before, after, timings, ledger, ok, reasons, plain))
+            f.write(page)
         os.replace(tmp, args.html)
         print("\nHTML report: %s" % args.html)
-    return 0 if ok else 1
+    return 0 if ledger["pass"] else 1
 
 
 if __name__ == "__main__":

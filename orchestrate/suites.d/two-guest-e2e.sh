@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Two-guest end-to-end (TAP): boot guests A and B, migrate sigstorm with
 # thousands of pending signals from A to B through the agents' APIs, and check
-# the queues byte for byte, the two-phase outcome and the ledger.
+# the queues byte for byte, the two-phase outcome and the ledger (sigledger's
+# verdict), and that the replies migrate.sh read conform to docs/openapi.yaml.
 set -uo pipefail
 SUITE=two-guest-e2e
-# shellcheck source=../two-guest-tap.sh
+# shellcheck source=orchestrate/two-guest-tap.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../two-guest-tap.sh"
+
+# reply_conforms FILE METHOD PATH: one reply migrate.sh kept, against the spec.
+reply_conforms() {
+	local out
+	if out=$(/usr/bin/python3 "$REPO/orchestrate/lib/openapi_check.py" reply "$2" "$3" 200 \
+		--type application/json --body "$(dirname "$RESULT")/$1" 2>&1); then
+		tap 0 "$2 $3 ($1) conforms to docs/openapi.yaml"
+	else
+		tap 1 "$2 $3 ($1) conforms to docs/openapi.yaml: $(head -c 300 <<<"$out")"
+	fi
+}
 
 echo "TAP version 13"
 guest_images 0
@@ -20,20 +32,29 @@ multi=$(result '[.pending.before.threads[] | select(. > 0)] | length')
 shared=$(result '.pending.before.shared')
 [ "${multi:-0}" -ge 2 ] && [ "${shared:-0}" -ge 1 ]
 tap $? "both queues used: ${multi:-0} threads with private signals, ${shared:-0} process-wide"
-python3 "$REPO/orchestrate/report/report.py" "$RESULT" --no-color --html "$(dirname "$RESULT")/report.html" \
-	>"$(dirname "$RESULT")/report.txt" 2>&1
-rc=$?
 [ "$(result '.exact_snapshot')" = true ] && [ "$(result '.held_on_b')" = true ]
 tap $? "B's copy was held frozen until its queues were read (snapshot exact; held $(result '.held_seconds')s)"
-grep -E 'DIFFERENT' "$(dirname "$RESULT")/report.txt" | diag
-[ "$rc" = 0 ] && ! grep -q DIFFERENT "$(dirname "$RESULT")/report.txt"
-tap $? "every queue identical byte for byte on B, as seen through both agents (report rc=$rc)"
+queues=$(result '[.ledger.queues[] | "\(.queue) \(.result)"] | join(", ")')
+[ "$(result '.ledger.queues | length > 0 and all(.result == "identical" or .result == "timers")')" = true ]
+tap $? "sigledger: every queue identical byte for byte on B ($queues)"
+report_dir=$(dirname "$RESULT")
+python3 "$REPO/orchestrate/report/report.py" "$RESULT" --no-color --html "$report_dir/report.html" \
+	>"$report_dir/report.txt" 2>&1
+rc=$?
+grep -E 'DIFFERENT|FAIL|report:' "$report_dir/report.txt" | diag
+[ "$rc" = 0 ] && grep -q 'PASS' "$report_dir/report.txt" && grep -q '<svg' "$report_dir/report.html"
+tap $? "the report and its HTML page show the verdict PASS (report rc=$rc)"
 moved=$(result '.migrate.signals')
 requeued=$(result '.migrate.target_workload.restore.requeued')
 [ "$(result '.migrate.target_workload.restore.verified')" = true ] &&
 	[ "$moved" = "$requeued" ] && [ "$moved" = "$before" ]
 tap $? "B's runtime requeued and verified every moved signal itself ($requeued of $moved; $before seen on A)"
-[ -n "$(result '.workload_b.pid // empty')" ] && [ "$(result '.pending.after.threads | length')" = 4 ]
+[ -n "$(result '.workload_b.pid')" ] && [ "$(result '.pending.after.threads | length')" = 4 ]
 tap $? "the restored workload runs on B with its 4 threads"
-check_ledger_clean "happy path"
+reply_conforms capabilities-b.json GET /v1/capabilities
+reply_conforms before.json GET /v1/workloads/w1/signals
+reply_conforms after.json GET /v1/workloads/w1/signals
+reply_conforms migrate.json POST /v1/workloads/w1/migrate
+reply_conforms workload-b.json GET /v1/workloads/w1
+check_verdict "happy path"
 tap_done

@@ -16,9 +16,10 @@
 #   stock-b       B runs a kernel without the interface (unpatched 6.1)
 set -uo pipefail
 SUITE=two-guest-faults
-# shellcheck source=../two-guest-tap.sh
+# shellcheck source=orchestrate/two-guest-tap.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../two-guest-tap.sh"
-RELAY="$REPO/orchestrate/link-relay.sh"
+# migrate.sh runs it (no shell) as its --before/--during-migrate command.
+HOOK="$REPO/orchestrate/lib/fault-hook.sh"
 SIGNALS=3000
 # A clean move of these 3000 signals takes well under a second under TCG;
 # the cases whose fault leaves A waiting end when this runs out.
@@ -26,37 +27,34 @@ TIMEOUT_MS=8000
 
 rollback_checks() {	# LABEL
 	local label=$1 status
-	status=$(result '.migrate_status // "none"')
-	[ -f "$RESULT" ] && [ "${status:0:1}" != 2 ]
-	tap $? "$label: A's agent reports the move as failed (HTTP $status: $(result '.migrate.code // .migrate.detail // ""' | head -c 80))"
-	check_ledger_clean "$label"
+	status=$(result '.migrate_status')
+	[ -f "$RESULT" ] && [ -n "$status" ] && [ "${status:0:1}" != 2 ]
+	tap $? "$label: A's agent reports the move as failed (HTTP ${status:-none}: $(result '.migrate.code' | head -c 80))"
+	check_verdict "$label"
 }
 
 echo "TAP version 13"
 guest_images 1
 
 start_case link-cut -- --signals "$SIGNALS" --expect rollback --fault "link cut after 64 KiB" \
-	--migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" cut-after ab 65536'
+	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link cut-after ab 65536 ';'
 
 start_case corrupt -- --signals "$SIGNALS" --expect rollback --fault "one image byte flipped on the wire" \
-	--migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" corrupt-after ab 131072'
+	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link corrupt-after ab 131072 ';'
 
 # B holds its restored copy frozen until A has committed and thaws it
 # (POST /v1/restore?hold=1): a lost confirmation leaves the original running
 # on A and a held copy on B that never delivers (migrate.sh collects its
 # ledger and counts it).
 start_case reply-lost -- --signals "$SIGNALS" --expect rollback --fault "B's confirmation lost on the link" \
-	--migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" drop-reply-after ab 1'
+	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link drop-reply-after ab 1 ';'
 
 # B's agent _exit(86)s after the held restore instead of replying (armed
 # through POST /v1/debug/fault, enabled by sigmig.faults=1); /init respawns
 # it, the held copy is orphaned but stays frozen.
 start_case agent-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --expect rollback \
 	--fault "B's agent killed after receiving the image, before confirming" --migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate 'curl -fsS -m 10 -H "Authorization: Bearer $SIGMIG_TOKEN" -H "Content-Type: application/json" -d "{\"point\":\"restore-before-reply\"}" "$SIGMIG_B_URL/v1/debug/fault" >/dev/null'
+	--before-migrate "$HOOK" agent-fault restore-before-reply ';'
 
 # Kill B's QEMU as soon as the whole image went A -> B (its size is known
 # from the snapshot: 128 bytes per pending signal plus headers).
@@ -66,16 +64,7 @@ start_case agent-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --exp
 # copy with it, which is the commit's job to rule out, not this test's).
 start_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B killed after receiving the image" \
 	--migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate '"$REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" drop-reply-after ab 1' \
-	--during-migrate '
-		need=$(( $(jq -r .pending_total "$out/before.json") * 128 ))
-		base=$(sed -n "s/.*payload_ab=\([0-9]*\).*/\1/p" "$SIGMIG_LINK_DIR/stats")
-		for i in $(seq 1 600); do
-			now=$(sed -n "s/.*payload_ab=\([0-9]*\).*/\1/p" "$SIGMIG_LINK_DIR/stats")
-			[ $((now - base)) -ge "$need" ] && break
-			sleep 0.05
-		done
-		kill -9 "$SIGMIG_B_QEMU_PID" && echo "killed guest B after $((now - base)) bytes" >&2'
+	--before-migrate "$HOOK" link drop-reply-after ab 1 ';' --during-migrate "$HOOK" kill-b-after-image ';'
 
 [ -z "${KERNEL_STOCK:-}" ] ||
 	start_case stock-b --kernel-b "$KERNEL_STOCK" -- --signals "$SIGNALS" --expect rollback \
@@ -102,7 +91,7 @@ rollback_checks "guest B crashed before confirming"
 
 if [ -n "${KERNEL_STOCK:-}" ]; then
 	use_case stock-b
-	[ "$(result '.to.capabilities | (.migration // .signalfd.sfd_raw // false)')" = false ]
+	[ "$(result '.to.capabilities.migration')" = false ]
 	tap $? "stock B: its agent reports the interface as missing"
 	rollback_checks "B without the interface"
 else

@@ -1,27 +1,22 @@
 #!/usr/bin/env bash
 # Host-only checks (TAP) of the two-guest tooling, no QEMU needed: the link
 # relay (orchestrate/link-relay.sh) with two fake QEMU socket netdevs that
-# send real Ethernet/IPv4/TCP frames, and the report's verdict.
+# send real Ethernet/IPv4/TCP frames, and the verdict's way from sigledger
+# through migrate.sh's result to the report, on a made-up move.
 set -uo pipefail
 SUITE=two-guest-relay
-# shellcheck source=../two-guest-tap.sh
+# shellcheck source=orchestrate/two-guest-tap.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../two-guest-tap.sh"
 DIR=$(mktemp -d)
-RELAY_PID=""
-cleanup() {
-	[ -z "$RELAY_PID" ] || kill "$RELAY_PID" 2>/dev/null
-	[ -z "$RELAY_PID" ] || timeout 5 tail --pid="$RELAY_PID" -f /dev/null 2>/dev/null
-	rm -rf "$DIR"
-}
-trap cleanup EXIT
+on_exit "rm -rf '$DIR'"
 
 echo "TAP version 13"
 base=$((30000 + (RANDOM % 4000) * 2))
 "$REPO/orchestrate/link-relay.sh" run --dir "$DIR/link" --port-a "$base" --port-b $((base + 1)) \
 	>"$DIR/relay.log" 2>&1 &
 RELAY_PID=$!
-for _ in $(seq 1 100); do [ -f "$DIR/link/ready" ] && break; sleep 0.1; done
-[ -f "$DIR/link/ready" ]
+on_exit "stop_pids -t 5 $RELAY_PID"
+wait_until 10 "the relay" test -f "$DIR/link/ready"
 tap $? "relay listens on two ports (socat + link-relay)"
 
 # The fake guests: frame N carries payload bytes N (TCP port 8080, A -> B).
@@ -114,25 +109,105 @@ if [ "$py_lines" != 7 ]; then
 	tap 1 "relay checks: $py_lines of 7 ran"
 fi
 
-# The report's verdict follows the ledger and the queues.
-cat >"$DIR/ok.json" <<'EOF'
-{"threads": 1, "before": {"threads": [{"index": 0, "pending": {"count": 1, "signals": [{"signal": "SIGRTMIN", "code_name": "SI_QUEUE", "raw": "ab"}]}}], "shared": {"count": 0, "signals": []}},
- "after": {"threads": [{"index": 0, "pending": {"count": 1, "signals": [{"signal": "SIGRTMIN", "code_name": "SI_QUEUE", "raw": "ab"}]}}], "shared": {"count": 0, "signals": []}},
- "migrate": {"timings": {"freeze_ms": 1, "dump_ms": 2, "transfer_ms": 3, "restore_ms": 4, "commit_ms": 1, "downtime_ms": 11}},
- "ledger": {"sent": 5, "lost": 0, "duplicated": 0, "mismatched": 0}}
+# The verdict, without guests: one RT signal (sender id 1, pid 99) pending
+# on thread 0 of A, moved, delivered on B. migrate.sh's own result code
+# (lib/migrate-*.sh) runs sigledger on it; report.py shows that verdict.
+make -s -C "$REPO/workloads" build/sigledger >"$DIR/make.log" 2>&1 ||
+	{ diag <"$DIR/make.log"; tap 1 "sigledger builds"; }
+mkdir -p "$DIR/move"
+/usr/bin/python3 - "$DIR/move" <<'EOF'
+import json, struct, sys
+d = sys.argv[1]
+val = (0x5347 << 48) | (1 << 32) | 1
+b = struct.pack("<iiiiiiQ", 35, 0, -1, 0, 99, 0, val)
+raw = (b + bytes(128 - len(b))).hex()
+rec = {"signo": 35, "signal": "SIGRTMIN+1", "errno": 0, "code": -1, "code_name": "SI_QUEUE",
+       "layout": "rt", "pid": 99, "uid": 0, "value": val, "value_int": 1, "raw": raw}
+snap = {"workload": "w1", "version": 1, "arch": "x86_64", "created_ns": 1796290000000000000,
+        "pid": 120, "program": "sigstorm", "pending_total": 1, "dump_ns": 5,
+        "shared": {"count": 0, "truncated": False, "signals": []},
+        "threads": [{"index": 0, "tid": 121, "blocked": "0x0000000000000000",
+                     "pending": {"count": 1, "truncated": False, "signals": [rec]}}], "timers": []}
+wl = {"id": "w1", "program": "sigstorm", "args": [], "control": True, "pid": 130, "state": "frozen",
+      "restored": True, "held": True, "started_at": "2026-12-03T11:23:42Z", "exit": None,
+      "ctl_socket": "/run/sigmig/w1.sock", "ledger": "/run/sigmig/w1.ledger", "log": "/run/sigmig/w1.log",
+      "restore": {"requeued": 1, "verified": True, "restore_ns": 5}}
+mig = {"result": "committed", "workload": "w1", "target": "http://10.99.0.2:8080",
+       "target_workload": wl, "target_resumed": False, "signals": 1, "image_bytes": 4000,
+       "commit": {"method": "commit"}, "timings": {"freeze_ms": 1, "dump_ms": 2, "transfer_ms": 3,
+       "restore_ms": 4, "commit_ms": 1, "downtime_ms": 11}}
+caps = {"agent_version": "0.1.0", "api_version": "v1", "kernel": {"release": "6.1", "machine": "x86_64"},
+        "signalfd": {"sfd_raw": True, "sfd_private_group": True, "queue_pread": True},
+        "migration": True, "programs": [], "limits": {"max_body": 1, "max_image": 1, "max_workloads": 1},
+        "auth": "bearer"}
+for name, doc in (("before", snap), ("after", snap), ("migrate", mig),
+                  ("capabilities-a", caps), ("capabilities-b", caps)):
+    json.dump(doc, open("%s/%s.json" % (d, name), "w"))
+open(d + "/sender-1-a.log", "w").write("S 1 sigqueue 35 120 -1 0 %x 99 0 1000 1\n" % val)
+open(d + "/ledger-a.txt", "w").write("H 120 0 1 62\n")
+open(d + "/ledger-live.txt", "w").write("H 130 1 2 62\nD 0 131 5000 %s\n" % raw)
 EOF
-python3 "$REPO/orchestrate/report/report.py" "$DIR/ok.json" --html "$DIR/ok.html" >"$DIR/ok.txt" 2>&1
-rc=$?
-[ "$rc" = 0 ] && grep -q PASS "$DIR/ok.txt" && grep -q '<svg' "$DIR/ok.html" && ! grep -q 'src="http' "$DIR/ok.html"
-tap $? "report: a clean move is PASS, the HTML page is self-contained with inline SVG"
-jq '.ledger.duplicated = 1' "$DIR/ok.json" >"$DIR/dup.json"
-python3 "$REPO/orchestrate/report/report.py" "$DIR/dup.json" >"$DIR/dup.txt" 2>&1
-rc=$?
-[ "$rc" = 1 ] && grep -q 'duplicated = 1' "$DIR/dup.txt"
-tap $? "report: one duplicated signal makes it FAIL (rc=$rc)"
-jq '.after.threads[0].pending.signals[0].raw = "ac"' "$DIR/ok.json" >"$DIR/diff.json"
-python3 "$REPO/orchestrate/report/report.py" "$DIR/diff.json" >"$DIR/diff.txt" 2>&1
-rc=$?
-[ "$rc" = 1 ] && grep -q DIFFERENT "$DIR/diff.txt"
-tap $? "report: one altered byte in a queue makes it FAIL (rc=$rc)"
+
+# verdict_of CASE [FAILURE...]: migrate.sh's check_ledger, write_result and
+# verdict on a copy of the move; the result in $DIR/CASE/result.json.
+verdict_of() {
+	local case=$1
+	shift
+	rm -rf "${DIR:?}/$case"
+	cp -r "$DIR/move" "$DIR/$case"
+	(
+		# shellcheck source=orchestrate/lib/migrate-api.sh
+		. "$REPO/orchestrate/lib/migrate-api.sh"
+		# shellcheck source=orchestrate/lib/migrate-result.sh
+		. "$REPO/orchestrate/lib/migrate-result.sh"
+		# shellcheck disable=SC2034 # read by the sourced code
+		out=$DIR/$case from=http://a to=http://b target=http://t expect=ok fault="" threads=1 signals=1 \
+			EXACT=1 MIGRATED=1 HELD=1 HELD_SECONDS=0.5 MIGRATE_STATUS=200 PID_A=120 PID_B=130
+		FAILURES=("$@")
+		check_ledger
+		write_result
+		verdict
+	) >"$DIR/$case.out" 2>&1
+}
+
+report() {	# CASE [report args...]: sets RC
+	RC=0
+	python3 "$REPO/orchestrate/report/report.py" "$DIR/$1/result.json" --no-color "${@:2}" \
+		>"$DIR/$1.txt" 2>&1 || RC=$?
+}
+
+verdict_of ok
+report ok --html "$DIR/ok.html"
+[ "$RC" = 0 ] && grep -q PASS "$DIR/ok.txt" && grep -q '<svg' "$DIR/ok.html" && ! grep -q 'src="http' "$DIR/ok.html"
+tap $? "a clean move: sigledger's verdict PASS, in the report and its self-contained HTML page (rc=$RC)"
+
+echo "D 0 131 5001 $(jq -r '.threads[0].pending.signals[0].raw' "$DIR/move/before.json")" >>"$DIR/move/ledger-live.txt"
+verdict_of dup
+report dup
+[ "$RC" = 1 ] && grep -q 'FAIL .*duplicated = 1' "$DIR/dup.txt" && grep -q 'verdict: FAIL: duplicated = 1' "$DIR/dup.out"
+tap $? "one signal delivered twice: FAIL in migrate.sh and in the report (rc=$RC)"
+sed -i '$d' "$DIR/move/ledger-live.txt"
+
+jq '.threads[0].pending.signals[0].raw |= ("24" + .[2:])' "$DIR/move/before.json" >"$DIR/move/after.json"
+verdict_of diff
+report diff
+[ "$RC" = 1 ] && grep -q 'DIFFERENT' "$DIR/diff.txt" && grep -q 'queue t0 differs after the move' "$DIR/diff.txt"
+tap $? "one altered byte in a queue: FAIL, the queue marked DIFFERENT (rc=$RC)"
+cp "$DIR/move/before.json" "$DIR/move/after.json"
+
+verdict_of outcome "the original on A is 'running', not migrated, after a confirmed move"
+report outcome
+[ "$RC" = 1 ] && grep -q "FAIL .*the original on A is 'running'" "$DIR/outcome.txt"
+tap $? "an outcome check of migrate.sh fails the verdict (rc=$RC)"
+
+jq 'del(.ledger.verdict)' "$DIR/ok/result.json" >"$DIR/ok/nov.json"
+RC=0
+python3 "$REPO/orchestrate/report/report.py" "$DIR/ok/nov.json" >"$DIR/nov.txt" 2>&1 || RC=$?
+[ "$RC" = 2 ] && grep -q 'has no verdict.pass' "$DIR/nov.txt"
+tap $? "a result without sigledger's verdict is an error naming it (rc=$RC: $(head -c 100 "$DIR/nov.txt"))"
+jq '.migrate.timings |= (.downtime_ns = 11000000 | del(.downtime_ms))' "$DIR/ok/result.json" >"$DIR/ok/ns.json"
+RC=0
+python3 "$REPO/orchestrate/report/report.py" "$DIR/ok/ns.json" >"$DIR/ns.txt" 2>&1 || RC=$?
+[ "$RC" = 2 ] && grep -q 'has no downtime_ms' "$DIR/ns.txt"
+tap $? "timings in another unit are an error naming the documented field (rc=$RC)"
 tap_done

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The faults of orchestrate/suites.d/two-guest-faults.sh, run by migrate.sh
+# as its --before-migrate / --during-migrate command inside two-guests.sh
+# (whose SIGMIG_* variables and migrate.sh's MIGRATE_OUT it reads).
+set -euo pipefail
+
+PROG=fault-hook
+# shellcheck source=orchestrate/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+usage_text() {
+	cat <<EOF
+Usage: fault-hook.sh link MODE [ARG...]
+         link-relay.sh set \$SIGMIG_LINK_DIR MODE ARG... (cut-after ab 65536, ...)
+       fault-hook.sh agent-fault POINT
+         arm POINT on B's agent (POST /v1/debug/fault; needs sigmig.faults=1)
+       fault-hook.sh kill-b-after-image [SECONDS]
+         kill guest B's QEMU once the image crossed the link A -> B (its size:
+         128 bytes per signal pending in \$MIGRATE_OUT/before.json); at most
+         SECONDS (default 30) of waiting
+EOF
+}
+
+need_env() {
+	local v
+	for v in "$@"; do
+		[ -n "${!v:-}" ] || die "\$$v is not set (run under two-guests.sh and migrate.sh)"
+	done
+}
+
+link_payload_ab() {
+	sed -n 's/.*payload_ab=\([0-9]*\).*/\1/p' "$SIGMIG_LINK_DIR/stats"
+}
+
+image_crossed() {	# BASE NEED
+	local now
+	now=$(link_payload_ab)
+	CROSSED=$((now - $1))
+	[ "$CROSSED" -ge "$2" ]
+}
+
+kill_b_after_image() {
+	local limit=${1:-30} need base
+	need_env SIGMIG_LINK_DIR SIGMIG_B_QEMU_PID MIGRATE_OUT
+	need=$(jq -er '.pending_total * 128' "$MIGRATE_OUT/before.json") ||
+		die "no pending_total in $MIGRATE_OUT/before.json"
+	base=$(link_payload_ab)
+	CROSSED=0
+	wait_until "$limit" "the image ($need bytes) to cross the link" image_crossed "$base" "$need" || true
+	kill -KILL "$SIGMIG_B_QEMU_PID"
+	echo "killed guest B after $CROSSED bytes" >&2
+}
+
+main() {
+	local body auth
+	case "${1:-}" in
+	link)
+		[ $# -ge 2 ] || usage
+		need_env SIGMIG_LINK_DIR
+		"$SIGMIG_REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" "${@:2}"
+		;;
+	agent-fault)
+		[ $# = 2 ] || usage
+		need_env SIGMIG_B_URL
+		agent_token_file auth "${SIGMIG_TOKEN:-}"
+		body=$(jq -cn --arg p "$2" '{point: $p}')
+		agent_api POST "$SIGMIG_B_URL/v1/debug/fault" "$auth" "$body" >/dev/null
+		;;
+	kill-b-after-image)
+		[ $# -le 2 ] || usage
+		kill_b_after_image "${@:2}"
+		;;
+	-h|--help) show_help ;;
+	*) usage ;;
+	esac
+}
+
+main "$@"

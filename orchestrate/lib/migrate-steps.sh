@@ -1,0 +1,218 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2016,SC2034,SC2154 # migrate.sh's options and state (sourced by it); jq's own $variables
+# The steps of migrate.sh, sourced by it: start the workload and its senders
+# on A, pile signals up, snapshot, migrate, look at both sides, let the live
+# copy drain and collect every ledger and sender log.
+
+preflight() {
+	local h url
+	for h in a b; do
+		if [ "$h" = a ]; then url=$from; else url=$to; fi
+		api_to "$h" GET /v1/health "$out/health-$h.json" || die "agent $h ($url) is not healthy"
+		api_to "$h" GET /v1/capabilities "$out/capabilities-$h.json" ||
+			die "GET /v1/capabilities on $h failed"
+	done
+	say "A: $(caps_line a)"
+	say "B: $(caps_line b)"
+	[ "$(jqf "$out/capabilities-a.json" 'must(.migration)')" = true ] ||
+		die "the source kernel lacks the pending-signal interface: nothing to migrate from"
+}
+
+storm_args() {
+	jq -cn --argjson t "$threads" '{program: "sigstorm", control: true,
+		args: ["--threads", ($t | tostring), "--sigpending", "1048576"]}'
+}
+
+# A sender with a fixed count: it ends by itself, which is how it "pauses".
+# Its log goes to its stdout, which the agent keeps as the workload's log
+# (/proc/self/fd/1: the guest's devtmpfs has no /dev/stdout link). Each
+# sender has its own --id, which its payloads carry: sigledger tells the
+# senders of both hosts apart by it (their pids may be the same).
+sender_args() {	# PID COUNT ID [RT_ONLY]
+	jq -cn --arg pid "$1" --arg n "$2" --arg id "$3" --arg rt "${4:-0}" '{program: "sigsend", control: false,
+		args: (["--pid", $pid, "--log", "/proc/self/fd/1", "--count", $n, "--seed", $id, "--id", $id]
+		       + (if $rt == "1" then ["--kinds", "sigqueue,tgsigqueue", "--std-percent", "0"] else [] end))}'
+}
+
+run_sender() {	# HOST PID COUNT [RT_ONLY]: waits for it to end
+	local id=$((${#SENDERS[@]} + 1))
+	start_workload "$1" "$(sender_args "$2" "$3" "$id" "${4:-0}")" || die "cannot start sigsend on $1"
+	SENDERS+=("$1:$WL_ID")
+	wait_exited "$1" "$WL_ID" 900 || die "sigsend $WL_ID on $1 did not finish within 900s"
+}
+
+start_on_a() {
+	start_workload a "$(storm_args)" || die "cannot start sigstorm on A"
+	STORM_A=$WL_ID PID_A=$WL_PID
+	say "sigstorm started on A: workload $STORM_A, pid $PID_A, $threads threads"
+	# Some traffic while it runs: these signals are delivered on A.
+	run_sender a "$PID_A" 300
+	say "warm-up: 300 signals sent while it runs (delivered on A)"
+}
+
+pile_up() {
+	local pending
+	api_to a POST "/v1/workloads/$STORM_A/freeze" "$out/freeze-pile.json" ||
+		die "cannot freeze the workload on A"
+	say "workload frozen on A (all threads park with every signal blocked): signals now pile up"
+	run_sender a "$PID_A" "$signals" "$rt_only"
+	pending=$(pending_total a "$STORM_A")
+	say "$signals sent to the frozen workload: $pending pending on A (standard signals coalesce)"
+	[ "$pending" -gt 0 ] || die "nothing pending on A"
+}
+
+snapshot_before() {
+	api_to a GET "/v1/workloads/$STORM_A/signals?limit=$snapshot_limit" "$out/before.json" ||
+		die "GET signals on A failed"
+	say "snapshot before: $(queue_sizes "$out/before.json")"
+}
+
+# run_hook PHASE WORD...: a --before-migrate/--during-migrate command, with
+# MIGRATE_OUT (this run's directory) in its environment.
+run_hook() {
+	local phase=$1
+	shift
+	say "$phase hook: $*"
+	MIGRATE_OUT=$out "$@"
+}
+
+migrate_call() {
+	local body rc=0 begin=$SECONDS during=""
+	# The target's token is in the body: a private file, not curl's command line.
+	body=$(mktemp "${TMPDIR:-/tmp}/sigmig-migrate.XXXXXX")
+	on_exit "rm -f '$body'"
+	chmod 600 "$body"
+	jq -cn --arg t "$target" --arg k "$token_to" --arg ms "$migrate_timeout_ms" \
+		--argjson resume "$resume_target" \
+		'{target: $t, resume_target: $resume} + (if $k != "" then {token: $k} else {} end)
+		 + (if $ms != "" then {timeout_ms: ($ms | tonumber)} else {} end)' >"$body"
+	[ ${#BEFORE_HOOK[@]} = 0 ] || run_hook before "${BEFORE_HOOK[@]}" || die "the --before-migrate command failed"
+	if [ ${#DURING_HOOK[@]} != 0 ]; then
+		run_hook during "${DURING_HOOK[@]}" &
+		during=$!
+	fi
+	say "POST $from/v1/workloads/$STORM_A/migrate -> $target"
+	AGENT_STATUS=""	# stays empty when no reply arrives
+	AGENT_API_TIMEOUT=600 AGENT_API_TYPE=application/json \
+		api_to a POST "/v1/workloads/$STORM_A/migrate" "$out/migrate.json" "@$body" || rc=$?
+	MIGRATE_STATUS=$AGENT_STATUS
+	if [ -n "$during" ]; then
+		wait "$during" || warn "the --during-migrate command failed"
+	fi
+	say "migrate answered HTTP $MIGRATE_STATUS after $((SECONDS - begin))s"
+	return "$rc"
+}
+
+# The copy on B: held frozen (resume_target false) until its queues are
+# read, so that "after" is exactly what arrived; then thawed.
+after_ok() {
+	local hold_start=$EPOCHREALTIME st verified
+	STORM_B=$(jqf "$out/migrate.json" 'must(.target_workload.id)')
+	PID_B=$(jqf "$out/migrate.json" 'must(.target_workload.pid)')
+	verified=$(jqf "$out/migrate.json" 'must(.target_workload.restore.verified)')
+	[ "$verified" = true ] || FAILURES+=("B did not verify the requeued queues")
+	[ "$settle" = 0 ] || { say "letting the copy on B settle for ${settle}s"; sleep "$settle"; }
+	# A copy busy consuming thousands of signals may not park in time for
+	# the peek: a few tries.
+	wait_until 10 "GET signals of $STORM_B on B" \
+		api_to b GET "/v1/workloads/$STORM_B/signals?limit=$snapshot_limit" "$out/after.json" ||
+		FAILURES+=("GET signals on B failed for 10s")
+	api_to b GET "/v1/workloads/$STORM_B" "$out/workload-b.json" || die "GET the copy on B failed"
+	st=$(jqf "$out/workload-b.json" 'must(.state)')
+	if [ "$st" = frozen ]; then
+		HELD=1
+		api_to b POST "/v1/workloads/$STORM_B/thaw" "$out/thaw-b.json" || die "cannot thaw the copy on B"
+		HELD_SECONDS=$(awk -v a="$hold_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+		say "the copy on B was held frozen ${HELD_SECONDS}s for the snapshot; thawed"
+	else
+		EXACT=0
+	fi
+	say "on B: workload $STORM_B, pid $PID_B, state $st, $(queue_sizes "$out/after.json") pending"
+	st=$(workload_state a "$STORM_A")
+	[ "$st" = migrated ] || FAILURES+=("the original on A is '$st', not migrated, after a confirmed move")
+	if [ "$after" -gt 0 ]; then
+		run_sender b "$PID_B" "$after"
+		say "$after more signals sent to the moved process on B"
+	fi
+	LIVE=b LIVE_ID=$STORM_B
+}
+
+after_rollback() {
+	local st held
+	st=$(workload_state a "$STORM_A")
+	say "original on A after the failed move: $st"
+	[ "$st" = running ] || FAILURES+=("the original on A is '$st', not running, after the failed move")
+	if api_to b GET /v1/workloads "$out/workloads-b.json"; then
+		STRAY_B=$(jqf "$out/workloads-b.json" '[must(.workloads)[] | select(.program == "sigstorm" and .restored
+			and (.state == "running" or .state == "frozen"))] | if length > 0 then .[0].id else empty end')
+	else
+		FAILURES+=("cannot list B's workloads to look for a second copy")
+	fi
+	# A copy held frozen since its restore (?hold=1) never resumed: not a
+	# second copy; its ledger is still collected and checked below.
+	if [ -n "$STRAY_B" ]; then
+		held=$(jqf "$out/workloads-b.json" --arg id "$STRAY_B" '[must(.workloads)[] | select(.id == $id)][0].held == true')
+		if [ "$held" = true ]; then
+			say "B holds its restored copy $STRAY_B frozen (never resumed): not a second copy"
+		else
+			FAILURES+=("B kept a restored copy ($STRAY_B) running although A thawed the original: two copies")
+		fi
+	fi
+	if [ "$after" -gt 0 ]; then
+		run_sender a "$PID_A" "$after"
+		say "$after more signals sent to the original, still on A"
+	fi
+	LIVE=a LIVE_ID=$STORM_A
+}
+
+# Signals a sender put there (the workload's own timers, SIGCHLD, SIGIO and
+# mq_notify keep coming and are checked as local signals).
+sent_pending() {	# HOST ID
+	api_to "$1" GET "/v1/workloads/$2/signals?limit=1000000" "$out/.drain.json" || return 1
+	jqf "$out/.drain.json" '[(must(.threads)[] | must(.pending.signals)[]), must(.shared.signals)[]]
+		| map(select(.code_name == "SI_USER" or .code_name == "SI_QUEUE" or .code_name == "SI_TKILL")) | length'
+}
+
+# Thaw the live copy for a while, then freeze it and look: done when no
+# sent signal is pending any more (its ledger is then final).
+drained() {
+	local pending
+	api_to "$LIVE" POST "/v1/workloads/$LIVE_ID/thaw" "$out/.drain-thaw.json" 2>/dev/null || true
+	sleep 2
+	api_to "$LIVE" POST "/v1/workloads/$LIVE_ID/freeze" "$out/.drain-freeze.json" || return 1
+	pending=$(sent_pending "$LIVE" "$LIVE_ID") || return 1
+	[ "$pending" = 0 ]
+}
+
+# Let the live copy consume what senders left pending, freeze it so that
+# its ledger is final, fetch every file, then stop it. Pending signals are
+# read only while it is frozen: few control round trips on a workload busy
+# consuming signals.
+drain_and_collect() {
+	local spec host id n=0
+	if wait_until 60 "the live copy to consume every sent signal" drained; then
+		say "every sent signal consumed on the live copy, now frozen; collecting the ledgers"
+	else
+		FAILURES+=("sent signals still pending on the live copy after 60s")
+	fi
+	fetch_file "$LIVE" "$LIVE_ID" ledger "$out/ledger-live.txt" ||
+		FAILURES+=("cannot fetch the live copy's ledger")
+	if [ "$LIVE" != a ]; then
+		fetch_file a "$STORM_A" ledger "$out/ledger-a.txt" ||
+			FAILURES+=("cannot fetch the original's ledger from A")
+	fi
+	for spec in "${SENDERS[@]}"; do
+		host=${spec%%:*} id=${spec#*:}
+		n=$((n + 1))
+		fetch_file "$host" "$id" log "$out/sender-$n-$host.log" ||
+			FAILURES+=("cannot fetch sender log $id from $host")
+	done
+	if [ -n "$STRAY_B" ]; then
+		# Its deliveries count too: the ledger shows what two copies did.
+		api_to b POST "/v1/workloads/$STRAY_B/freeze" "$out/.stray.json" || true
+		fetch_file b "$STRAY_B" ledger "$out/ledger-b-stray.txt" ||
+			FAILURES+=("cannot fetch the ledger of B's restored copy $STRAY_B")
+		api_to b DELETE "/v1/workloads/$STRAY_B" "$out/.stray.json" || true
+	fi
+	api_to "$LIVE" DELETE "/v1/workloads/$LIVE_ID" "$out/stop-live.json" || true
+}

@@ -9,6 +9,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 AGENT_BIN=${AGENT_BIN:-/sigmig/bin/sigmig-agent}
 BIN_DIR=${BIN_DIR:-/sigmig/bin}
 PORT=${PORT:-18181}
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
 STATE_DIR=${STATE_DIR:-$WORK/state}
 trap cleanup EXIT

@@ -15,6 +15,7 @@ CLIENTS=${CLIENTS:-4}
 PER_CLIENT=${PER_CLIENT:-500}
 RSS_SLACK_KB=${RSS_SLACK_KB:-1024}
 ROUND_SECONDS=${ROUND_SECONDS:-200}
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
 STATE_DIR=${STATE_DIR:-$WORK/state}
 trap cleanup EXIT

@@ -158,12 +158,13 @@ def check_reply(spec, r):
     if item is None:
         key = "%s (unknown path) %s" % (r.method, r.status)
         return key, check_response(spec, r, "unknown-path", spec.fallback.get("unknown-path"),
-                                   "an unknown path", expect_body=True)
+                                   "an unknown path", expect_body=method != "head")
     op = item.get(method) or (item.get("get") if method == "head" else None)
     if method not in METHODS or op is None:
         key = "%s %s (method not allowed) %s" % (r.method, template, r.status)
         return key, check_response(spec, r, "unknown-method", spec.fallback.get("unknown-method"),
-                                   "a method %s does not define" % template, expect_body=True)
+                                   "a method %s does not define" % template,
+                                   expect_body=method != "head")
     key = "%s %s %s" % (r.method, template, r.status)
     responses = op.get("responses") or {}
     response = responses.get(r.status)

@@ -66,6 +66,8 @@ SIGMIG_EXIT_HOOKS=()
 sigmig_run_exit_hooks() {
 	local i rc=$?
 	trap - EXIT
+	# A second Ctrl-C or TERM must not cut the cleanup short.
+	trap '' INT TERM
 	for ((i = ${#SIGMIG_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
 		eval "${SIGMIG_EXIT_HOOKS[i]}" || true
 	done

@@ -189,7 +189,7 @@ main() {
 	tree=$("$REPO/orchestrate/build-kernel.sh" --print-tree)
 	export SIGMIG_KERNEL_TREE="$tree"
 	ROOT=$(mktemp -d "$WORK/root.XXXXXX")
-	on_exit "rm -rf ${ROOT@Q} ${ROOT@Q}.list ${output@Q}.tmp.$$"
+	on_exit rm -rf "$ROOT" "$ROOT.list" "$output.tmp.$$"
 	say "assembling $ROOT"
 	make_skeleton
 	install_busybox

@@ -51,7 +51,7 @@ main() {
 	fi
 	tree=$("$SIGMIG_REPO/orchestrate/build-kernel.sh" --print-tree)
 	INDEX=$(mktemp)
-	on_exit "rm -f ${INDEX@Q}"
+	on_exit rm -f "$INDEX"
 	GIT_INDEX_FILE="$INDEX" git -C "$tree" read-tree sigmig-pristine
 	for p in $(series_patches); do
 		if [ ! -f "$PATCH_DIR/$p" ]; then

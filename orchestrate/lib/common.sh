@@ -60,46 +60,29 @@ wait_until() {
 	done
 }
 
-# on_exit CMD: run CMD (a string, evaluated in the script's context) when the
-# script exits, in reverse order of registration, whatever the exit path.
+# on_exit CMD [ARG...]: run the command when the script exits, in reverse
+# order of registration, whatever the exit path.  Stored as words, run
+# without eval: what a hook removes or stops is fixed when it is registered.
 SIGMIG_EXIT_HOOKS=()
 sigmig_run_exit_hooks() {
-	local i rc=$?
+	local i rc=$? hook
+	local -a argv
 	trap - EXIT
 	# A second Ctrl-C or TERM must not cut the cleanup short.
 	trap '' INT TERM
 	for ((i = ${#SIGMIG_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
-		eval "${SIGMIG_EXIT_HOOKS[i]}" || true
+		hook=${SIGMIG_EXIT_HOOKS[i]}
+		IFS=$'\x1f' read -r -a argv <<<"$hook"
+		"${argv[@]}" || true
 	done
 	exit "$rc"
 }
 on_exit() {
-	SIGMIG_EXIT_HOOKS+=("$1")
+	local IFS=$'\x1f'
+	SIGMIG_EXIT_HOOKS+=("$*")
 	trap sigmig_run_exit_hooks EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
-}
-
-# stop_pids [-t SECONDS] PID...: TERM every PID at once, give them SECONDS
-# (default 10) in all to exit, then KILL what is left.  Empty arguments are
-# skipped, so an exit hook can name a pid variable that may be unset.
-stop_pids() {
-	local limit=10 pid left deadline
-	if [ "${1:-}" = -t ]; then
-		limit=$2
-		shift 2
-	fi
-	for pid in "$@"; do
-		[ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null || true
-	done
-	deadline=$((SECONDS + limit))
-	for pid in "$@"; do
-		[ -n "$pid" ] || continue
-		left=$((deadline - SECONDS))
-		[ "$left" -gt 0 ] || left=1
-		timeout "$left" tail --pid="$pid" -f /dev/null 2>/dev/null ||
-			kill -KILL "$pid" 2>/dev/null || true
-	done
 }
 
 # runtime_dir VAR NAME: set VAR to a new private directory for UNIX sockets
@@ -110,7 +93,7 @@ runtime_dir() {
 	local base=${XDG_RUNTIME_DIR:-/tmp} dir
 	[ "${#base}" -le 40 ] || base=/tmp
 	dir=$(mktemp -d "$base/sigmig-$2.XXXXXX") || die "cannot create a runtime directory under $base"
-	on_exit "rm -rf '$dir'"
+	on_exit rm -rf "$dir"
 	printf -v "$1" '%s' "$dir"
 }
 
@@ -126,7 +109,7 @@ agent_token_file() {
 		f=$(mktemp "${TMPDIR:-/tmp}/sigmig-auth.XXXXXX")
 		chmod 600 "$f"
 		printf 'Authorization: Bearer %s\n' "$2" >"$f"
-		on_exit "rm -f '$f'"
+		on_exit rm -f "$f"
 	fi
 	printf -v "$1" '%s' "$f"
 }

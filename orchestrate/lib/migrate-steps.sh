@@ -80,7 +80,7 @@ migrate_call() {
 	local body rc=0 begin=$SECONDS during=""
 	# The target's token is in the body: a private file, not curl's command line.
 	body=$(mktemp "${TMPDIR:-/tmp}/sigmig-migrate.XXXXXX")
-	on_exit "rm -f '$body'"
+	on_exit rm -f "$body"
 	chmod 600 "$body"
 	jq -cn --arg t "$target" --arg k "$token_to" --arg ms "$migrate_timeout_ms" \
 		--argjson resume "$resume_target" \

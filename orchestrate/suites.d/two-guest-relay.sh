@@ -8,14 +8,14 @@ SUITE=two-guest-relay
 # shellcheck source=orchestrate/two-guest-tap.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../two-guest-tap.sh"
 DIR=$(mktemp -d)
-on_exit "rm -rf '$DIR'"
+on_exit rm -rf "$DIR"
 
 echo "TAP version 13"
 base=$((30000 + (RANDOM % 4000) * 2))
 "$REPO/orchestrate/link-relay.sh" run --dir "$DIR/link" --port-a "$base" --port-b $((base + 1)) \
 	>"$DIR/relay.log" 2>&1 &
 RELAY_PID=$!
-on_exit "stop_pids -t 5 $RELAY_PID"
+on_exit stop_pids -t 5 "$RELAY_PID"
 wait_until 10 "the relay" test -f "$DIR/link/ready"
 tap $? "relay listens on two ports (socat + link-relay)"
 

@@ -41,7 +41,7 @@ report_dir=$(dirname "$RESULT")
 python3 "$REPO/orchestrate/report/report.py" "$RESULT" --no-color --html "$report_dir/report.html" \
 	>"$report_dir/report.txt" 2>&1
 rc=$?
-grep -E 'DIFFERENT|FAIL|report:' "$report_dir/report.txt" | diag
+grep -E 'DIFFERENT|FAIL|^report:' "$report_dir/report.txt" | diag
 [ "$rc" = 0 ] && grep -q 'PASS' "$report_dir/report.txt" && grep -q '<svg' "$report_dir/report.html"
 tap $? "the report and its HTML page show the verdict PASS (report rc=$rc)"
 moved=$(result '.migrate.signals')

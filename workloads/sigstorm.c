@@ -287,12 +287,14 @@ static void *worker(void *arg)
 	snprintf(name, sizeof(name), "storm-%u", index);
 	pthread_setname_np(pthread_self(), name);
 	ret = sigmig_thread_register(index);
+	if (ret == -ECANCELED)
+		return NULL;	/* the restore failed: main reports it and exits */
 	if (ret) {
 		fprintf(stderr, "sigstorm: thread %u: register: %s\n", index, strerror(-ret));
 		exit(3);
 	}
 	if (sigmig_runtime_wait_ready(err, sizeof(err)))
-		exit(3);
+		return NULL;
 	if (!opt.restore && index == 1 && opt.timers > 0)
 		create_timer(SIGEV_THREAD_ID, TTIMER_SIGNAL, self_tid, 0x7454, opt.timer_us * 3);
 	while (!stop) {
@@ -307,9 +309,18 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void on_commit(void)
+/* COMMIT: the ledger is complete, and no thread may run again. */
+static void commit_exit(void)
 {
 	fsync(ledger_fd);
+	_exit(0);
+}
+
+/* One line, exit status 3: what a refused or failed restore looks like. */
+static int restore_failed(const char *why)
+{
+	fprintf(stderr, "sigmig restore: %s\n", why);
+	return 3;
 }
 
 static void usage(void)
@@ -371,6 +382,7 @@ int main(int argc, char **argv)
 	struct sigmig_runtime_opts ro = { 0 };
 	pthread_t th[MAX_THREADS];
 	struct timespec ts;
+	char err[256];
 	sigset_t all;
 	unsigned int i;
 	int ret, t;
@@ -392,10 +404,12 @@ int main(int argc, char **argv)
 	ro.restore_image = opt.restore;
 	ro.restore_hold = opt.restore_hold;
 	ro.nthreads = opt.threads;
-	ro.on_commit = on_commit;
-	ret = sigmig_runtime_start(&ro);
+	ro.commit_exit = commit_exit;
+	ret = sigmig_runtime_start(&ro, err, sizeof(err));
+	if (ret && opt.restore)
+		return restore_failed(err);
 	if (ret) {
-		fprintf(stderr, "sigstorm: runtime: %s\n", strerror(-ret));
+		fprintf(stderr, "sigstorm: runtime: %s\n", err);
 		return 2;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -412,8 +426,11 @@ int main(int argc, char **argv)
 			perror("sigstorm: pthread_create");
 			return 2;
 		}
-	if (opt.restore && sigmig_runtime_wait_ready(NULL, 0))
-		return 3;	/* not reached: a failed restore exits 3 itself */
+	if (opt.restore && sigmig_runtime_wait_ready(err, sizeof(err))) {
+		/* every thread is blocked and parked, or has returned: none ran */
+		sigmig_runtime_stop();
+		return restore_failed(err);
+	}
 	if (opt.duration > 0) {
 		sleep_ms(opt.duration * 1000);
 		stop = 1;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Client of a workload's control socket (docs/control-protocol.md): one
- * request per connection, a VERB line out, a JSON line back, and for
- * DUMP/PEEK exactly "image_size" bytes of image after it.
+ * A workload's control socket, seen through JSON: the exchange itself is
+ * libsigmig's client (<sigmig/ctl.h>, bounded in time and size); this
+ * parses its reply line with jansson for the rest of the agent.
  */
 #ifndef AGENT_CTL_H
 #define AGENT_CTL_H
@@ -10,9 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-
-#define CTL_REPLY_MAX		(1 << 20)
-#define CTL_IMAGE_MAX		(1ULL << 31)
 
 struct ctl_reply {
 	json_t *json;		/* the reply line, an object */
@@ -23,7 +20,7 @@ struct ctl_reply {
 /*
  * Returns 0 with @reply filled (free with ctl_reply_free), or -errno:
  * -ENOENT/-ECONNREFUSED no runtime listening, -ETIMEDOUT, -EPROTO for a
- * reply that breaks the protocol.
+ * reply that breaks the protocol (or is not a JSON object).
  */
 int ctl_request(const char *sock_path, const char *verb, int timeout_ms,
 		struct ctl_reply *reply);

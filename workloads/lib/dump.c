@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Dumping a frozen process: each parked thread peeks its own private queue,
+ * Dumping a parked process: each parked thread peeks its own private queue,
  * the control thread peeks the shared queue once, then dispositions and
  * POSIX timers are collected and everything is encoded into an image.
  */
@@ -11,8 +11,14 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <sigmig/image.h>
 #include <sigmig/runtime.h>
-#include "internal.h"
+#include "core.h"
+#include "dump.h"
+#include "handlers.h"
+#include "image_priv.h"
+#include "peek.h"
+#include "util.h"
 
 #define PEEK_TIMEOUT_MS 60000
 
@@ -48,8 +54,8 @@ static int thread_index_of(pid_t tid)
 {
 	unsigned int i;
 
-	for (i = 0; i < sigmig_rt.nthreads; i++)
-		if (sigmig_rt.threads[i].registered && sigmig_rt.threads[i].tid == tid)
+	for (i = 0; i < sigmig_nthreads(); i++)
+		if (atomic_load(&sigmig_thread(i)->registered) && sigmig_thread(i)->tid == tid)
 			return (int)i;
 	return -1;
 }
@@ -88,15 +94,20 @@ static int timer_state(struct sigmig_timer *t, const char *notify, int target,
 	return 0;
 }
 
-static int add_timer(struct sigmig_image *img, struct sigmig_timer *t)
+static int add_timer(struct sigmig_image *img, struct sigmig_timer *t, char *err,
+		     size_t errlen)
 {
 	struct sigmig_timer *n;
 
-	if (img->ntimers == SIGMIG_MAX_TIMERS)
+	if (img->ntimers == SIGMIG_MAX_TIMERS) {
+		snprintf(err, errlen, "more than %u timers", SIGMIG_MAX_TIMERS);
 		return -E2BIG;
+	}
 	n = realloc(img->timers, (img->ntimers + 1) * sizeof(*n));
-	if (!n)
+	if (!n) {
+		snprintf(err, errlen, "out of memory for timer %d", t->id);
 		return -ENOMEM;
+	}
 	img->timers = n;
 	img->timers[img->ntimers++] = *t;
 	return 0;
@@ -130,8 +141,8 @@ static int dump_timers(struct sigmig_image *img, char *err, size_t errlen)
 			target = dot ? atoi(dot + 1) : 0;
 		} else if (have && sscanf(line, "ClockID: %d", &t.clock) == 1) {
 			ret = timer_state(&t, notify, target, err, errlen);
-			if (!ret && (ret = add_timer(img, &t)))
-				snprintf(err, errlen, "too many timers");
+			if (!ret)
+				ret = add_timer(img, &t, err, errlen);
 			memset(&t, 0, sizeof(t));
 			have = 0;
 		}
@@ -145,10 +156,10 @@ static int peek_threads(char *err, size_t errlen)
 	unsigned int i;
 	int ret;
 
-	for (i = 0; i < sigmig_rt.nthreads; i++) {
-		struct rt_thread *t = &sigmig_rt.threads[i];
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
 
-		if (!t->registered)
+		if (!atomic_load(&t->registered))
 			continue;
 		ret = sigmig_post(t, CMD_PEEK, PEEK_TIMEOUT_MS);
 		if (ret) {
@@ -164,14 +175,14 @@ static int fill_threads(struct sigmig_image *img)
 {
 	unsigned int i;
 
-	img->threads = calloc(sigmig_rt.nthreads, sizeof(*img->threads));
+	img->threads = calloc(sigmig_nthreads(), sizeof(*img->threads));
 	if (!img->threads)
 		return -ENOMEM;
-	for (i = 0; i < sigmig_rt.nthreads; i++) {
-		struct rt_thread *t = &sigmig_rt.threads[i];
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
 		struct sigmig_thread *it;
 
-		if (!t->registered)
+		if (!atomic_load(&t->registered))
 			continue;
 		it = &img->threads[img->nthreads++];
 		it->index = i;
@@ -183,32 +194,57 @@ static int fill_threads(struct sigmig_image *img)
 	return 0;
 }
 
+static void free_thread_peeks(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < sigmig_nthreads(); i++)
+		sigmig_rawbuf_free(&sigmig_thread(i)->peek);
+}
+
+static void fill_header(struct sigmig_image *img)
+{
+	struct timespec now;
+
+	img->version = SIGMIG_IMAGE_VERSION;
+	img->arch = sigmig_native_arch();
+	clock_gettime(CLOCK_REALTIME, &now);
+	img->created_ns = (uint64_t)now.tv_sec * NSEC_PER_SEC + (uint64_t)now.tv_nsec;
+	img->pid = getpid();
+	snprintf(img->program, sizeof(img->program), "%s", sigmig_program());
+}
+
+/* Everything but the queues' contents, which the peek buffers hold. */
+static int fill_state(struct sigmig_image *img, char *err, size_t errlen)
+{
+	int sig, ret = 0;
+
+	fill_header(img);
+	for (sig = 1; sig <= SIGMIG_NSIG && !ret; sig++)
+		ret = dump_disposition(sig, &img->dispositions[sig - 1], err, errlen);
+	if (!ret)
+		ret = dump_timers(img, err, errlen);
+	if (ret)
+		return ret;
+	ret = fill_threads(img);
+	if (ret)
+		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
 int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, char *err,
 		size_t errlen)
 {
 	struct sigmig_image img;
 	struct rawbuf shared = { 0 };
-	struct timespec now;
-	int sig, ret;
+	int ret;
 
 	memset(&img, 0, sizeof(img));
 	ret = peek_threads(err, errlen);
 	if (!ret)
-		ret = sigmig_peek_queue(1, &shared, err, errlen);
-	if (ret)
-		goto out;
-	img.version = SIGMIG_IMAGE_VERSION;
-	img.arch = sigmig_native_arch();
-	clock_gettime(CLOCK_REALTIME, &now);
-	img.created_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-	img.pid = getpid();
-	snprintf(img.program, sizeof(img.program), "%s", sigmig_rt.program);
-	for (sig = 1; sig <= SIGMIG_NSIG && !ret; sig++)
-		ret = dump_disposition(sig, &img.dispositions[sig - 1], err, errlen);
+		ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
 	if (!ret)
-		ret = dump_timers(&img, err, errlen);
-	if (!ret && (ret = fill_threads(&img)))
-		snprintf(err, errlen, "out of memory");
+		ret = fill_state(&img, err, errlen);
 	if (ret)
 		goto out;
 	img.shared.count = (uint32_t)shared.count;
@@ -221,7 +257,6 @@ out:
 	free(img.threads);	/* queue entries belong to the peek buffers */
 	free(img.timers);
 	sigmig_rawbuf_free(&shared);
-	for (sig = 0; sig < (int)sigmig_rt.nthreads; sig++)
-		sigmig_rawbuf_free(&sigmig_rt.threads[sig].peek);
+	free_thread_peeks();
 	return ret;
 }

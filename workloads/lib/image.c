@@ -6,12 +6,13 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sigmig/image.h>
-#include "internal.h"
+#include "image_priv.h"
 
 #define HDR_SIZE	160
 #define DISP_REC	48
@@ -25,12 +26,14 @@
 
 static uint32_t crc_table[256];
 
+/*
+ * Once per process: a check of the table's first entries would let a
+ * second thread use a table the first is still filling.
+ */
 static void crc_init(void)
 {
 	uint32_t i, j, c;
 
-	if (crc_table[1])
-		return;
 	for (i = 0; i < 256; i++) {
 		c = i;
 		for (j = 0; j < 8; j++)
@@ -41,9 +44,10 @@ static void crc_init(void)
 
 uint32_t sigmig_crc32c(const uint8_t *p, size_t len)
 {
+	static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 	uint32_t c = ~0u;
 
-	crc_init();
+	pthread_once(&crc_once, crc_init);
 	while (len--)
 		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
 	return ~c;

@@ -7,10 +7,14 @@
  *     register, check every named handler exists, recreate the POSIX timers
  *     with their original ids (disarmed);
  *  3. each thread requeues its private queue to itself (rt_tgsigqueueinfo),
- *     the restorer requeues the shared queue (rt_sigqueueinfo), in order;
+ *     the leader requeues the shared queue (rt_sigqueueinfo), in order;
  *  4. every queue is peeked again and compared byte for byte with the image;
- *  5. only then: arm the timers, restore dispositions and masks, run.
- * Any failure prints one line and exits with status 3: nothing resumed.
+ *  5. only then: arm the timers, restore dispositions and masks, run (or,
+ *     held, park until THAW resumes or COMMIT ends the process).
+ * A failure anywhere before 5 leaves every thread blocked and parked: the
+ * leader's caller gets the reason, the other threads -ECANCELED, and the
+ * program ends the process (exit status 3 by convention). Nothing here
+ * exits.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -21,23 +25,47 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <sigmig/image.h>
 #include <sigmig/runtime.h>
-#include "internal.h"
+#include <sigmig/sfd.h>
+#include "core.h"
+#include "handlers.h"
+#include "image_priv.h"
+#include "peek.h"
+#include "restore.h"
+#include "util.h"
 
 #define REGISTER_TIMEOUT_MS	30000
 #define STEP_TIMEOUT_MS		120000
 #define MAX_FILLER_TIMERS	(1 << 20)
 
+enum outcome { RESTORE_PENDING, RESTORE_DONE, RESTORE_FAILED };
+
+static struct {
+	int active;			/* set once, before any thread exists */
+	int hold;
+	struct sigmig_image image;
+	_Atomic int led;		/* the main thread has taken the lead */
+	struct rt_thread *leader_slot;	/* the leader's own slot, or NULL */
+	_Atomic uint32_t hold_release;	/* futex word: THAW of a held copy */
+	_Atomic uint32_t outcome;	/* futex word: enum outcome */
+	_Atomic int verified;
+	int error;			/* -errno of the failure */
+	char err[256];			/* its one-line reason */
+	uint64_t requeued, restore_ns;
+} rs;
+
 static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Only the leader (or prepare, before it) records a failure. */
 static int fail(int code, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(sigmig_rt.restore_err, sizeof(sigmig_rt.restore_err), fmt, ap);
+	vsnprintf(rs.err, sizeof(rs.err), fmt, ap);
 	va_end(ap);
-	sigmig_rt.restore_result = code;
+	rs.error = code;
 	return code;
 }
 
@@ -84,58 +112,85 @@ static int check_sigpending(uint64_t total)
 
 static int check_fits(const struct sigmig_image *img)
 {
+	unsigned int nthreads = sigmig_nthreads();
 	uint32_t i;
 
 	if (img->arch != sigmig_native_arch())
 		return fail(-EINVAL, "image is for e_machine %u, this process is %u",
 			    img->arch, sigmig_native_arch());
-	if (sigmig_rt.program[0] && strcmp(img->program, sigmig_rt.program))
+	if (sigmig_program()[0] && strcmp(img->program, sigmig_program()))
 		return fail(-EINVAL, "image of program \"%s\" cannot restore into \"%s\"",
-			    img->program, sigmig_rt.program);
+			    img->program, sigmig_program());
 	for (i = 0; i < img->nthreads; i++)
-		if (img->threads[i].index >= sigmig_rt.nthreads)
+		if (img->threads[i].index >= nthreads)
 			return fail(-EINVAL, "image thread index %u, this process has %u threads",
-				    img->threads[i].index, sigmig_rt.nthreads);
+				    img->threads[i].index, nthreads);
 	for (i = 0; i < img->ntimers; i++)
 		if (img->timers[i].notify == SIGEV_THREAD_ID &&
-		    img->timers[i].thread_index >= sigmig_rt.nthreads)
+		    img->timers[i].thread_index >= nthreads)
 			return fail(-EINVAL, "timer %d targets thread %u, this process has %u threads",
-				    img->timers[i].id, img->timers[i].thread_index,
-				    sigmig_rt.nthreads);
+				    img->timers[i].id, img->timers[i].thread_index, nthreads);
 	return 0;
 }
 
-int sigmig_restore_prepare(const char *path)
+static int is_main_thread(void)
+{
+	return syscall(SYS_gettid) == getpid();
+}
+
+static int load_image(const char *path)
 {
 	char err[256];
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int ret;
 
+	if (!is_main_thread())
+		return fail(-EINVAL, "restore must be started from the main thread");
 	ret = sigmig_read_file(path, &buf, &len);
 	if (ret)
 		return fail(ret, "cannot read image %s: %s", path, strerror(-ret));
-	ret = sigmig_image_decode(buf, len, &sigmig_rt.image, err, sizeof(err));
+	ret = sigmig_image_decode(buf, len, &rs.image, err, sizeof(err));
 	free(buf);
 	if (ret)
 		return fail(ret, "%s: %s", path, err);
-	ret = check_fits(&sigmig_rt.image);
+	ret = check_fits(&rs.image);
 	if (!ret)
-		ret = check_sigpending(sigmig_image_pending_total(&sigmig_rt.image));
+		ret = check_sigpending(sigmig_image_pending_total(&rs.image));
+	if (ret)
+		sigmig_image_free(&rs.image);
 	return ret;
+}
+
+int sigmig_restore_prepare(const char *path, int hold, char *err, size_t errlen)
+{
+	int ret = load_image(path);
+
+	if (ret) {
+		snprintf(err, errlen, "%s", rs.err);
+		return ret;
+	}
+	rs.hold = hold;
+	rs.active = 1;
+	return 0;
+}
+
+int sigmig_restore_active(void)
+{
+	return rs.active;
 }
 
 static const struct sigmig_thread *image_thread(unsigned int index)
 {
 	uint32_t i;
 
-	for (i = 0; i < sigmig_rt.image.nthreads; i++)
-		if (sigmig_rt.image.threads[i].index == index)
-			return &sigmig_rt.image.threads[i];
+	for (i = 0; i < rs.image.nthreads; i++)
+		if (rs.image.threads[i].index == index)
+			return &rs.image.threads[i];
 	return NULL;
 }
 
-/* ---- application thread side ---- */
+/* ---- every restoring thread: the commands it runs for the leader ---- */
 
 static int requeue_private(struct rt_thread *t)
 {
@@ -167,82 +222,55 @@ static void enter_image_mask(struct rt_thread *t)
 	pthread_sigmask(SIG_SETMASK, &set, NULL);
 }
 
-/* Execute one restore command on the calling thread, which must be @t. */
+/* Run one restore command on the calling thread, which must be @t. */
 static int run_cmd(struct rt_thread *t, uint32_t cmd)
 {
-	if (cmd == CMD_REQUEUE)
+	switch (cmd) {
+	case CMD_REQUEUE:
 		return t->image ? requeue_private(t) : 0;
-	if (cmd == CMD_PEEK)
-		return sigmig_peek_queue(0, &t->peek, t->err, sizeof(t->err));
-	if (cmd == CMD_GO)
+	case CMD_PEEK:
+		return sigmig_peek_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
+	case CMD_GO:
 		enter_image_mask(t);
-	return 0;
-}
-
-static void *restorer_main(void *arg);
-static _Atomic int restorer_claimed;
-
-static int is_leader(void)
-{
-	return syscall(SYS_gettid) == getpid();
-}
-
-/*
- * rt_sigqueueinfo() accepts a si_code >= 0 only from the thread whose tid
- * is the pid it targets (kernel: task_pid_vnr(current) != pid -> EPERM), so
- * the restore, which requeues the shared queue, runs on the main thread:
- * in sigmig_thread_register() if main is an application thread, else in
- * sigmig_runtime_wait_ready(), which main must then call.
- */
-int sigmig_restore_claim_leader(void)
-{
-	int expected = 0;
-
-	if (!is_leader() || !atomic_compare_exchange_strong(&restorer_claimed, &expected, 1))
 		return 0;
-	restorer_main(NULL);
-	return 1;
-}
-
-/* Called from sigmig_thread_register(): serve the restorer until GO. */
-int sigmig_restore_thread(struct rt_thread *t)
-{
-	t->image = image_thread((unsigned int)(t - sigmig_rt.threads));
-	/* what a PEEK of the held copy reports: the mask it resumes with */
-	t->blocked = t->image ? t->image->blocked : 0;
-	if (sigmig_restore_claim_leader())
+	case CMD_ABORT:
 		return 0;
-	sigmig_serve(t, run_cmd, CMD_GO);
-	return 0;
-}
-
-/* ---- restorer side ---- */
-
-static int wait_registered(void)
-{
-	uint64_t deadline = sigmig_now_ns() + REGISTER_TIMEOUT_MS * 1000000ull;
-	uint32_t v;
-
-	while ((v = atomic_load(&sigmig_rt.nregistered)) < sigmig_rt.nthreads) {
-		if (sigmig_now_ns() >= deadline)
-			return fail(-ETIMEDOUT, "only %u of %u threads registered within %d ms",
-				    v, sigmig_rt.nthreads, REGISTER_TIMEOUT_MS);
-		sigmig_futex_wait(&sigmig_rt.nregistered, v, 100);
+	default:
+		return -EINVAL;
 	}
-	return 0;
 }
+
+/* The held leader's own thread: PEEK, or RELEASE to go on. */
+static int run_held(struct rt_thread *t, uint32_t cmd)
+{
+	if (cmd == CMD_PEEK)
+		return run_cmd(t, cmd);
+	return cmd == CMD_RELEASE ? 0 : -EINVAL;
+}
+
+/* ---- the leader ---- */
 
 static int check_handlers(void)
 {
 	int i;
 
 	for (i = 0; i < SIGMIG_NSIG; i++) {
-		const struct sigmig_disposition *d = &sigmig_rt.image.dispositions[i];
+		const struct sigmig_disposition *d = &rs.image.dispositions[i];
 
 		if (d->kind == SIGMIG_HANDLER_NAMED && !sigmig_handler_fn(d->handler))
 			return fail(-ENOENT, "signal %d: handler \"%s\" is not registered in this process",
 				    i + 1, d->handler);
 	}
+	return 0;
+}
+
+static int wait_registered(void)
+{
+	unsigned int n;
+
+	if (sigmig_wait_all_registered(REGISTER_TIMEOUT_MS, &n))
+		return fail(-ETIMEDOUT, "only %u of %u threads registered within %d ms",
+			    n, sigmig_nthreads(), REGISTER_TIMEOUT_MS);
 	return 0;
 }
 
@@ -255,7 +283,7 @@ static int create_one_timer(const struct sigmig_timer *t, int *id)
 	sev.sigev_signo = t->signo;
 	sev.sigev_value.sival_ptr = (void *)(uintptr_t)t->value;
 	if (t->notify == SIGEV_THREAD_ID)
-		sev._sigev_un._tid = sigmig_rt.threads[t->thread_index].tid;
+		sev._sigev_un._tid = sigmig_thread(t->thread_index)->tid;
 	return syscall(SYS_timer_create, t->clock, &sev, id) ? -errno : 0;
 }
 
@@ -273,8 +301,8 @@ static int cmp_timer_id(const void *a, const void *b)
  */
 static int recreate_timers(void)
 {
-	struct sigmig_timer *sorted = sigmig_rt.image.timers;
-	uint32_t i, n = sigmig_rt.image.ntimers, nfill = 0;
+	struct sigmig_timer *sorted = rs.image.timers;
+	uint32_t i, n = rs.image.ntimers, nfill = 0;
 	int id, ret = 0;
 
 	qsort(sorted, n, sizeof(*sorted), cmp_timer_id);
@@ -317,8 +345,8 @@ static int arm_timers(void)
 	struct itimerspec its;
 	uint32_t i;
 
-	for (i = 0; i < sigmig_rt.image.ntimers; i++) {
-		const struct sigmig_timer *t = &sigmig_rt.image.timers[i];
+	for (i = 0; i < rs.image.ntimers; i++) {
+		const struct sigmig_timer *t = &rs.image.timers[i];
 
 		if (!t->remaining_ns)
 			continue;
@@ -330,15 +358,16 @@ static int arm_timers(void)
 	return 0;
 }
 
+/* @cmd on every thread, the leader's own included: the first failure. */
 static int post_all(uint32_t cmd, const char *what)
 {
 	unsigned int i;
 	int ret;
 
-	for (i = 0; i < sigmig_rt.nthreads; i++) {
-		struct rt_thread *t = &sigmig_rt.threads[i];
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
 
-		if (t == sigmig_self) {
+		if (t == sigmig_self()) {
 			t->err[0] = '\0';
 			ret = t->result = run_cmd(t, cmd);
 		} else {
@@ -353,7 +382,7 @@ static int post_all(uint32_t cmd, const char *what)
 
 static int requeue_shared(void)
 {
-	const struct sigmig_queue *q = &sigmig_rt.image.shared;
+	const struct sigmig_queue *q = &rs.image.shared;
 	pid_t pid = getpid();
 	siginfo_t info;
 	uint32_t i;
@@ -378,36 +407,41 @@ static int compare_queue(const char *what, const struct rawbuf *got,
 		return fail(-EIO, "verify %s: %zu signals pending after requeue, image has %u",
 			    what, got->count, count);
 	for (i = 0; i < count; i++)
-		if (memcmp(got->data + i * SI_MAX_SIZE, want->entries[i].bytes,
-			   SI_MAX_SIZE))
+		if (memcmp(got->data + i * SI_MAX_SIZE, want->entries[i].bytes, SI_MAX_SIZE))
 			return fail(-EIO, "verify %s: entry %zu (signal %d) differs from the image",
 				    what, i, want->entries[i].bytes[0]);
 	return 0;
 }
 
-static int verify_all(void)
+static int verify_threads(void)
 {
-	struct rawbuf shared = { 0 };
-	char what[64], err[160];
+	char what[64];
 	unsigned int i;
 	int ret;
 
 	ret = post_all(CMD_PEEK, "verify peek");
-	for (i = 0; !ret && i < sigmig_rt.nthreads; i++) {
+	for (i = 0; !ret && i < sigmig_nthreads(); i++) {
 		const struct sigmig_thread *it = image_thread(i);
 
 		snprintf(what, sizeof(what), "thread %u", i);
-		ret = compare_queue(what, &sigmig_rt.threads[i].peek, it ? &it->pending : NULL);
+		ret = compare_queue(what, &sigmig_thread(i)->peek, it ? &it->pending : NULL);
 	}
-	for (i = 0; i < sigmig_rt.nthreads; i++)
-		sigmig_rawbuf_free(&sigmig_rt.threads[i].peek);
-	if (ret)
-		return ret;
-	ret = sigmig_peek_queue(1, &shared, err, sizeof(err));
+	for (i = 0; i < sigmig_nthreads(); i++)
+		sigmig_rawbuf_free(&sigmig_thread(i)->peek);
+	return ret;
+}
+
+static int verify_shared(void)
+{
+	struct rawbuf shared = { 0 };
+	char err[160];
+	int ret;
+
+	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, sizeof(err));
 	if (ret)
 		fail(ret, "verify shared queue: %s", err);
 	else
-		ret = compare_queue("shared queue", &shared, &sigmig_rt.image.shared);
+		ret = compare_queue("shared queue", &shared, &rs.image.shared);
 	sigmig_rawbuf_free(&shared);
 	return ret;
 }
@@ -418,7 +452,7 @@ static int restore_dispositions(void)
 	int sig;
 
 	for (sig = 1; sig <= SIGMIG_NSIG; sig++) {
-		const struct sigmig_disposition *d = &sigmig_rt.image.dispositions[sig - 1];
+		const struct sigmig_disposition *d = &rs.image.dispositions[sig - 1];
 
 		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGMIG_FREEZE_SIGNAL ||
 		    sigaction(sig, NULL, &sa))
@@ -436,56 +470,11 @@ static int restore_dispositions(void)
 	return 0;
 }
 
-/* The held restorer's thread: PEEK, or RELEASE to go on. */
-static int run_held(struct rt_thread *t, uint32_t cmd)
+/* Steps 2 to 4 and the first half of 5: everything but running. */
+static int rebuild(void)
 {
-	if (cmd == CMD_PEEK)
-		return run_cmd(t, cmd);
-	return cmd == CMD_RELEASE ? 0 : -EINVAL;
-}
-
-/*
- * Held: every thread stays parked with all signals blocked until THAW
- * (sigmig_restore_release) or COMMIT (exits). The restorer's thread, when
- * it is an application thread, serves PEEK meanwhile like the others, so
- * that the held copy's queues can be compared with the image's source.
- */
-static void wait_hold_release(void)
-{
-	if (sigmig_rt.restorer) {
-		sigmig_serve(sigmig_rt.restorer, run_held, CMD_RELEASE);
-		return;
-	}
-	while (!atomic_load(&sigmig_rt.hold_release))
-		sigmig_futex_wait(&sigmig_rt.hold_release, 0, -1);
-}
-
-/* Control thread, lock held, state frozen and held: resume everything. */
-int sigmig_restore_release(void)
-{
-	uint32_t v;
 	int ret;
 
-	if (sigmig_rt.restorer) {
-		ret = sigmig_post(sigmig_rt.restorer, CMD_RELEASE, STEP_TIMEOUT_MS);
-		if (ret)
-			return ret;
-	} else {
-		atomic_store(&sigmig_rt.hold_release, 1);
-		sigmig_futex_wake(&sigmig_rt.hold_release);
-	}
-	while (!(v = atomic_load(&sigmig_rt.restore_done)))
-		sigmig_futex_wait(&sigmig_rt.restore_done, 0, 1000);
-	return v == 1 ? 0 : -EIO;
-}
-
-static void *restorer_main(void *arg)
-{
-	uint64_t start = sigmig_now_ns();
-	int ret;
-
-	(void)arg;
-	sigmig_rt.restorer = sigmig_self;
 	ret = wait_registered();
 	if (!ret)
 		ret = check_handlers();
@@ -496,44 +485,173 @@ static void *restorer_main(void *arg)
 	if (!ret)
 		ret = requeue_shared();
 	if (!ret)
-		ret = verify_all();
+		ret = verify_threads();
+	if (!ret)
+		ret = verify_shared();
 	if (!ret)
 		ret = arm_timers();
 	if (!ret)
 		ret = restore_dispositions();
-	if (ret) {
-		pthread_mutex_lock(&sigmig_rt.lock);
-		sigmig_rt.state = ST_FAILED;
-		pthread_mutex_unlock(&sigmig_rt.lock);
-		fprintf(stderr, "sigmig restore: %s\n", sigmig_rt.restore_err);
-		fflush(stderr);
-		_exit(3);
-	}
-	pthread_mutex_lock(&sigmig_rt.lock);
-	sigmig_rt.requeued = sigmig_image_pending_total(&sigmig_rt.image);
-	sigmig_rt.restore_ns = sigmig_now_ns() - start;
-	sigmig_rt.restored = 1;
-	if (sigmig_rt.restore_hold) {
-		sigmig_rt.held = 1;
-		sigmig_rt.state = ST_FROZEN;
-	} else {
-		sigmig_rt.state = ST_RUNNING;
-	}
-	pthread_mutex_unlock(&sigmig_rt.lock);
-	if (sigmig_rt.restore_hold)
-		wait_hold_release();
-	if (post_all(CMD_GO, "resume")) {
-		fprintf(stderr, "sigmig restore: %s\n", sigmig_rt.restore_err);
-		_exit(3);
-	}
-	atomic_store(&sigmig_rt.restore_done, 1);
-	sigmig_futex_wake(&sigmig_rt.restore_done);
-	return NULL;
+	return ret;
 }
 
-int sigmig_restore_start(void)
+static void finish(enum outcome outcome)
 {
-	if (!is_leader())
-		return fail(-EINVAL, "restore must be started from the main thread");
+	atomic_store(&rs.outcome, outcome);
+	sigmig_futex_wake(&rs.outcome);
+}
+
+/*
+ * Every thread still waiting for the leader returns -ECANCELED. Not waited
+ * for: a thread that registered as the outcome was published may have
+ * seen it and returned without serving.
+ */
+static void abort_threads(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
+
+		if (t != sigmig_self() && atomic_load(&t->registered))
+			sigmig_post_nowait(t, CMD_ABORT);
+	}
+}
+
+/*
+ * Failed: the reason is published before the state, so that a STATUS that
+ * reads "failed" finds it. Threads still parked are let go with -ECANCELED
+ * (a thread that registers later sees the outcome itself); after a failed
+ * resume some already run, and the program's exit ends them.
+ */
+static int give_up(enum rt_state from, int threads_parked)
+{
+	finish(RESTORE_FAILED);
+	sigmig_transition(from, RT_FAILED);
+	if (threads_parked)
+		abort_threads();
+	return rs.error ? rs.error : -EIO;
+}
+
+static int resume(enum rt_state from)
+{
+	if (post_all(CMD_GO, "resume"))
+		return give_up(from, 0);
+	sigmig_transition(from, RT_RUNNING);
+	finish(RESTORE_DONE);
 	return 0;
+}
+
+/*
+ * Held: every thread stays parked with all signals blocked until THAW
+ * (sigmig_restore_release) or COMMIT (the program ends the process). The
+ * leader's thread, when it is an application thread, serves PEEK meanwhile
+ * like the others, so that the held copy's queues can be read.
+ */
+static int hold_then_resume(void)
+{
+	sigmig_transition(RT_RESTORING, RT_HELD);
+	if (rs.leader_slot) {
+		sigmig_serve(rs.leader_slot, run_held, CMD_BIT(CMD_RELEASE));
+	} else {
+		while (!atomic_load(&rs.hold_release))
+			sigmig_futex_wait(&rs.hold_release, 0, -1);
+	}
+	return resume(RT_HELD);
+}
+
+static int lead(void)
+{
+	uint64_t start = sigmig_now_ns();
+
+	rs.leader_slot = sigmig_self();
+	if (rebuild())
+		return give_up(RT_RESTORING, 1);
+	rs.requeued = sigmig_image_pending_total(&rs.image);
+	rs.restore_ns = sigmig_now_ns() - start;
+	atomic_store(&rs.verified, 1);
+	return rs.hold ? hold_then_resume() : resume(RT_RESTORING);
+}
+
+/*
+ * rt_sigqueueinfo() accepts a si_code >= 0 only from the thread whose tid
+ * is the pid it targets (kernel: task_pid_vnr(current) != pid -> EPERM), so
+ * the restore, which requeues the shared queue, is led by the main thread:
+ * in sigmig_thread_register() if main is an application thread, else in
+ * sigmig_runtime_wait_ready(), which main must then call.
+ */
+static int take_lead(void)
+{
+	int expected = 0;
+
+	return is_main_thread() && atomic_compare_exchange_strong(&rs.led, &expected, 1);
+}
+
+int sigmig_restore_join(struct rt_thread *t)
+{
+	t->image = image_thread((unsigned int)(t - sigmig_thread(0)));
+	/* what a PEEK of the held copy reports: the mask it resumes with */
+	t->blocked = t->image ? t->image->blocked : 0;
+	if (take_lead())
+		return lead();
+	if (atomic_load(&rs.outcome) == RESTORE_FAILED)
+		return -ECANCELED;
+	if (sigmig_serve(t, run_cmd, CMD_BIT(CMD_GO) | CMD_BIT(CMD_ABORT)) != CMD_GO)
+		return -ECANCELED;
+	return 0;
+}
+
+/* 0 once resumed, the failure, or -ETIMEDOUT after @timeout_ms (< 0: none). */
+static int wait_outcome(int timeout_ms)
+{
+	uint64_t deadline = sigmig_deadline(timeout_ms);
+	uint32_t v;
+	int left = -1;
+
+	while ((v = atomic_load(&rs.outcome)) == RESTORE_PENDING) {
+		if (timeout_ms >= 0) {
+			left = sigmig_ms_left(deadline);
+			if (!left)
+				return -ETIMEDOUT;
+		}
+		sigmig_futex_wait(&rs.outcome, v, left);
+	}
+	return v == RESTORE_DONE ? 0 : (rs.error ? rs.error : -EIO);
+}
+
+int sigmig_restore_wait(char *err, size_t errlen)
+{
+	int ret;
+
+	if (!rs.active)
+		return 0;
+	if (take_lead())
+		lead();
+	ret = wait_outcome(-1);
+	if (ret && err && errlen)
+		snprintf(err, errlen, "%s", rs.err);
+	return ret;
+}
+
+int sigmig_restore_release(void)
+{
+	int ret;
+
+	if (rs.leader_slot) {
+		ret = sigmig_post(rs.leader_slot, CMD_RELEASE, STEP_TIMEOUT_MS);
+		if (ret)
+			return ret;
+	} else {
+		atomic_store(&rs.hold_release, 1);
+		sigmig_futex_wake(&rs.hold_release);
+	}
+	return wait_outcome(STEP_TIMEOUT_MS);
+}
+
+void sigmig_restore_status(struct restore_status *st)
+{
+	st->verified = atomic_load(&rs.verified);
+	st->requeued = st->verified ? rs.requeued : 0;
+	st->restore_ns = st->verified ? rs.restore_ns : 0;
+	st->error = atomic_load(&rs.outcome) == RESTORE_FAILED ? rs.err : NULL;
 }

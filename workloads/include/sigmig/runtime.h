@@ -8,6 +8,7 @@
 #define SIGMIG_RUNTIME_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sigmig/image.h>
 
@@ -19,7 +20,15 @@ struct sigmig_runtime_opts {
 	const char *program;		/* recorded in the image */
 	const char *restore_image;	/* path: restore before resuming, or NULL */
 	unsigned int nthreads;		/* application threads that will register */
-	void (*on_commit)(void);	/* optional: flush state before COMMIT exits */
+	/*
+	 * COMMIT: called on the control thread once the reply is sent, with
+	 * every application thread parked for good. It must end the process
+	 * without letting them run: flush what must survive, then _exit(0)
+	 * (not exit(): atexit handlers could need a lock a parked thread
+	 * holds). NULL: COMMIT is refused ("not_supported"). The library
+	 * itself never exits.
+	 */
+	void (*commit_exit)(void);
 	/*
 	 * With restore_image: after the restore is verified, do not resume but
 	 * stay "frozen" (restored, every thread parked) until THAW resumes
@@ -28,8 +37,16 @@ struct sigmig_runtime_opts {
 	int restore_hold;
 };
 
-/* Before any thread is created: starts the control thread. */
-int sigmig_runtime_start(const struct sigmig_runtime_opts *opts);
+/*
+ * Before any thread is created: starts the control thread. With
+ * restore_image, first reads and checks the image and raises
+ * RLIMIT_SIGPENDING (nothing changes if that fails) and blocks every
+ * signal in the calling thread, which its threads inherit. 0, or -errno
+ * with a one-line reason in @err (the program ends the process: a
+ * restore that fails must not run).
+ */
+int sigmig_runtime_start(const struct sigmig_runtime_opts *opts, char *err,
+			 size_t errlen);
 
 /* Name a handler so that dispositions survive the move (same binary). */
 int sigmig_register_handler(const char *name,
@@ -48,15 +65,19 @@ int sigmig_install_handler(int sig, const char *name,
  * Every application thread calls this once, with its stable index, before
  * doing work. When restoring, it returns only after the thread's queue has
  * been requeued and verified and the whole process is ready to resume.
+ * If the restore fails, the main thread gets the error (the reason from
+ * sigmig_runtime_wait_ready()) and every other thread -ECANCELED, with
+ * every signal still blocked: none of them may run application code.
  */
 int sigmig_thread_register(unsigned int index);
 
 /*
- * Wait for the restore (if any) to finish: 0 on success, -errno otherwise.
- * The restore itself runs on the main thread (the kernel accepts a
- * requeue of e.g. SI_USER to the process only from the thread whose tid is
- * the pid): if main does not register as an application thread, it must
- * call this after starting the threads.
+ * Wait for the restore (if any) to finish: 0 on success, -errno and a
+ * one-line reason in @err otherwise (then the program ends the process,
+ * by convention with exit status 3). The restore itself runs on the main
+ * thread (the kernel accepts a requeue of e.g. SI_USER to the process
+ * only from the thread whose tid is the pid): if main does not register
+ * as an application thread, it must call this after starting the threads.
  */
 int sigmig_runtime_wait_ready(char *err, size_t errlen);
 

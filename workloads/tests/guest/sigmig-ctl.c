@@ -62,11 +62,9 @@ static int inspect(const char *path)
 
 int main(int argc, char **argv)
 {
+	struct sigmig_ctl_reply reply;
 	const char *out = NULL;
 	int timeout = 120000, i, ret;
-	uint8_t *payload = NULL;
-	size_t len = 0;
-	char *json = NULL;
 	FILE *f;
 
 	if (argc == 5 && !strcmp(argv[1], "--xor"))
@@ -83,21 +81,22 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--timeout"))
 			timeout = atoi(argv[i + 1]);
 	}
-	ret = sigmig_ctl_request(argv[1], argv[2], &json, &payload, &len, timeout);
+	ret = sigmig_ctl_request(argv[1], argv[2], timeout, &reply);
 	if (ret) {
 		fprintf(stderr, "sigmig-ctl: %s %s: %s\n", argv[1], argv[2], strerror(-ret));
 		return 2;
 	}
-	printf("%s\n", json);
-	if (out && len) {
+	printf("%s\n", reply.line);
+	if (out && reply.image_len) {
 		f = fopen(out, "wb");
-		if (!f || fwrite(payload, 1, len, f) != len || fclose(f)) {
+		if (!f || fwrite(reply.image, 1, reply.image_len, f) != reply.image_len ||
+		    fclose(f)) {
 			perror(out);
+			sigmig_ctl_reply_free(&reply);
 			return 2;
 		}
 	}
-	ret = strstr(json, "\"ok\":true") ? 0 : 1;
-	free(json);
-	free(payload);
+	ret = sigmig_ctl_reply_ok(&reply) ? 0 : 1;
+	sigmig_ctl_reply_free(&reply);
 	return ret;
 }

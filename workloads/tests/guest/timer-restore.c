@@ -137,13 +137,20 @@ static int restored(const char *state)
 	return failed;
 }
 
+static void commit_exit(void)
+{
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "ctl", 1, 0, 'c' }, { "restore", 1, 0, 'r' }, { "state", 1, 0, 's' },
 		{ "ledger", 1, 0, 'l' }, { 0, 0, 0, 0 } };
-	struct sigmig_runtime_opts ro = { .program = "timer-restore", .nthreads = 1 };
+	struct sigmig_runtime_opts ro = { .program = "timer-restore", .nthreads = 1,
+					  .commit_exit = commit_exit };
 	const char *state = NULL;
+	char err[256];
 	sigset_t set;
 	int c, ret;
 
@@ -165,13 +172,20 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	sigmig_install_handler(TSIG, "on_timer", on_timer, SA_RESTART, NULL);
 	sigmig_install_handler(PSIG, "on_timer", on_timer, SA_RESTART, NULL);
-	ret = sigmig_runtime_start(&ro);
+	ret = sigmig_runtime_start(&ro, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "timer-restore: runtime: %s\n", strerror(-ret));
+		fprintf(stderr, "timer-restore: runtime: %s\n", err);
+		return ro.restore_image ? 3 : 2;
+	}
+	/* main is thread 0: a restore runs and ends inside its registration */
+	ret = sigmig_thread_register(0);
+	if (ret && sigmig_runtime_wait_ready(err, sizeof(err))) {
+		fprintf(stderr, "sigmig restore: %s\n", err);
+		return 3;
+	}
+	if (ret) {
+		fprintf(stderr, "timer-restore: register: %s\n", strerror(-ret));
 		return 2;
 	}
-	ret = sigmig_thread_register(0);
-	if (ret)
-		return 2;
 	return ro.restore_image ? restored(state) : original(state);
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the host unit tests and a bounded libFuzzer run of the image decoder,
-# as one TAP stream. Usage: run-checks.sh BUILD_DIR FUZZ_SECONDS
+# Runs the host unit tests (ASan+UBSan builds, then TSan builds) and a
+# bounded libFuzzer run of the image decoder, as one TAP stream.
+# Usage: run-checks.sh BUILD_DIR FUZZ_SECONDS TEST...
 set -euo pipefail
 build=$1
 seconds=$2
+shift 2
 failed=0
 
 run_tap() {
@@ -33,8 +35,17 @@ fuzz() {
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The first report ends the process, a forked child's too (its parent sees
+# the status): no race goes by as a mere line on stderr.
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 run_tap test_image "$build/san/test_image"
-run_tap test_runtime "$build/san/test_runtime"
+for t in "$@"; do
+	run_tap "$t" "$build/san/$t"
+done
+for t in "$@"; do
+	echo "# $t under ThreadSanitizer"
+	run_tap "$t (tsan)" "$build/tsan/$t"
+done
 run_tap sigledger-checks "$(dirname "$0")/sigledger-checks.sh" "$build"
 fuzz
 exit $failed

@@ -11,6 +11,7 @@ static int tap_n, tap_failed;
 static inline void tap_plan_start(void)
 {
 	printf("TAP version 13\n");
+	fflush(stdout);	/* not again in each forked child's buffer */
 }
 
 static inline int ok(int cond, const char *fmt, ...)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sigmig/image.h>
-#include "../../lib/internal.h"
+#include "../../lib/image_priv.h"
 #include "tap.h"
 
 #define HDR 160

@@ -2,9 +2,11 @@
 /*
  * Host tests of the runtime parts that do not need the patched kernel:
  * control protocol, freeze/thaw (nothing delivered while frozen, all of it
- * after), state errors, and restore refusals (bad image, wrong program,
- * RLIMIT_SIGPENDING) exiting 3 before anything runs. DUMP on a kernel
- * without SFD_RAW must fail cleanly.
+ * after), state errors, COMMIT through the program's hook, restore
+ * refusals (bad image, wrong program, RLIMIT_SIGPENDING) and a restore
+ * that fails with threads registered: the errors come back to the program,
+ * which exits 3 before anything runs. DUMP on a kernel without SFD_RAW
+ * must fail cleanly. Built with ASan+UBSan and with TSan.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +27,7 @@
 static char sock[108];
 static _Atomic int delivered;
 static _Atomic int stop;
-static pid_t tids[2];
+static _Atomic pid_t tids[2];
 
 static void on_usr1(int sig, siginfo_t *si, void *uc)
 {
@@ -50,19 +52,26 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static int answers(const char *path, const char *verb, const char *expect, int quiet)
+{
+	struct sigmig_ctl_reply reply;
+	int ret = sigmig_ctl_request(path, verb, 20000, &reply), good;
+
+	good = !ret && strstr(reply.line, expect);
+	if (!good && !quiet)
+		printf("# %s -> %d %s\n", verb, ret, reply.line ? reply.line : "(null)");
+	sigmig_ctl_reply_free(&reply);
+	return good;
+}
+
+static int request_on(const char *path, const char *verb, const char *expect)
+{
+	return answers(path, verb, expect, 0);
+}
+
 static int request(const char *verb, const char *expect)
 {
-	char *json = NULL;
-	uint8_t *payload = NULL;
-	size_t len;
-	int ret = sigmig_ctl_request(sock, verb, &json, &payload, &len, 20000), good;
-
-	good = !ret && json && strstr(json, expect);
-	if (!good)
-		printf("# %s -> %d %s\n", verb, ret, json ? json : "(null)");
-	free(json);
-	free(payload);
-	return good;
+	return request_on(sock, verb, expect);
 }
 
 static void test_protocol(void)
@@ -79,7 +88,9 @@ static void test_protocol(void)
 
 	ok(sigmig_install_handler(SIGUSR1, "on_usr1", on_usr1, 0, NULL) == 0, "install a named handler");
 	ok(sigmig_register_handler("other", on_usr1) == -EEXIST, "one function has one name");
-	ok(sigmig_runtime_start(&o) == 0, "runtime starts");
+	char err[256];
+
+	ok(sigmig_runtime_start(&o, err, sizeof(err)) == 0, "runtime starts");
 	for (i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i);
 	for (i = 0; i < 200 && (!tids[0] || !tids[1]); i++)
@@ -105,6 +116,8 @@ static void test_protocol(void)
 		usleep(10000);
 	ok(delivered - before == 3, "the three pending signals delivered after THAW (%d)", delivered - before);
 	ok(request("NOPE", "\"error\":\"unknown_verb\""), "unknown verb");
+	ok(request("FREEZE", "\"freeze_ns\":") && request("COMMIT", "\"error\":\"not_supported\"") &&
+	   request("THAW", "\"ok\":true"), "COMMIT without a commit_exit hook: not_supported, still frozen");
 	ok(request("PEEK", "\"ok\":"), "PEEK while running answers and thaws");
 	ok(request("STATUS", "\"state\":\"running\""), "running again after PEEK");
 	stop = 1;
@@ -126,6 +139,40 @@ static void drop_sys_resource(void)
 	}
 }
 
+static void diag_lines(const char *text)
+{
+	const char *nl;
+
+	for (; *text; text = nl ? nl + 1 : text + strlen(text)) {
+		nl = strchr(text, '\n');
+		printf("# %.*s\n", nl ? (int)(nl - text) : (int)strlen(text), text);
+	}
+}
+
+/* Run @fn in a child; its exit status, its stderr in @err. */
+static int in_child(int (*fn)(const char *, int), const char *arg, int n,
+		    char *err, size_t errlen)
+{
+	char errf[] = "/tmp/sigmig-test-errXXXXXX";
+	int efd = mkstemp(errf), status = -1;
+	ssize_t len;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0) {
+		dup2(efd, 2);
+		_exit(fn(arg, n));
+	}
+	waitpid(pid, &status, 0);
+	len = pread(efd, err, errlen - 1, 0);
+	err[len > 0 ? len : 0] = '\0';
+	if (len > 0 && err[len - 1] == '\n')
+		err[len - 1] = '\0';
+	close(efd);
+	unlink(errf);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* Restore @bytes in a child; returns its exit status, stderr in @err. */
 static int restore_child(const uint8_t *bytes, size_t len, long rlimit, const char *program,
 			 char *err, size_t errlen)
@@ -144,13 +191,18 @@ static int restore_child(const uint8_t *bytes, size_t len, long rlimit, const ch
 			.program = program, .restore_image = img, .nthreads = 1 };
 		struct rlimit rl = { (rlim_t)rlimit, (rlim_t)rlimit };
 
+		char why[256];
+
 		dup2(efd, 2);
 		if (rlimit) {
 			setrlimit(RLIMIT_SIGPENDING, &rl);
 			drop_sys_resource();
 		}
-		sigmig_runtime_start(&o);
-		_exit(0);	/* only reached if the restore was not refused */
+		if (sigmig_runtime_start(&o, why, sizeof(why))) {
+			fprintf(stderr, "sigmig restore: %s\n", why);
+			_exit(3);
+		}
+		_exit(0);	/* the restore was not refused */
 	}
 	waitpid(pid, &status, 0);
 	n = pread(efd, err, errlen - 1, 0);
@@ -202,11 +254,167 @@ static void test_restore_refusals(void)
 	free(q);
 }
 
+static _Atomic int worker_ret[2];
+
+static void *restore_worker(void *arg)
+{
+	unsigned int index = (unsigned int)(uintptr_t)arg;
+
+	worker_ret[index] = sigmig_thread_register(index);
+	return NULL;
+}
+
+/*
+ * In a child: restore @img into two threads, main leading from
+ * sigmig_thread_register(0) or from sigmig_runtime_wait_ready(). The
+ * image names a handler this process lacks, so the restore fails once
+ * every thread has registered. Exit 3 with the reason on stderr when the
+ * leader got it and every other thread -ECANCELED, as a program would.
+ */
+static int failing_restore(const char *img, int main_registers)
+{
+	char path[108], why[256];
+	struct sigmig_runtime_opts o = { .ctl_path = path, .program = "prog",
+					 .restore_image = img, .nthreads = 2 };
+	unsigned int i, first = main_registers ? 1 : 0;
+	pthread_t th[2];
+	int ret;
+
+	snprintf(path, sizeof(path), "/tmp/sigmig-test-fail-%d.sock", getpid());
+	if (sigmig_runtime_start(&o, why, sizeof(why))) {
+		fprintf(stderr, "start: %s\n", why);
+		return 10;
+	}
+	for (i = first; i < 2; i++)
+		pthread_create(&th[i], NULL, restore_worker, (void *)(uintptr_t)i);
+	if (main_registers && sigmig_thread_register(0) != -ENOENT)
+		return 11;
+	ret = sigmig_runtime_wait_ready(why, sizeof(why));
+	for (i = first; i < 2; i++)
+		pthread_join(th[i], NULL);
+	if (ret != -ENOENT)
+		return 12;
+	for (i = first; i < 2; i++)
+		if (worker_ret[i] != -ECANCELED)
+			return 13;
+	sigmig_runtime_stop();
+	fprintf(stderr, "sigmig restore: %s\n", why);
+	return 3;
+}
+
+static void test_failing_restore(void)
+{
+	char img[] = "/tmp/sigmig-test-imgXXXXXX", err[512];
+	struct sigmig_disposition *d;
+	struct sigmig_image image;
+	uint8_t *buf;
+	size_t len;
+	int fd, rc, how;
+
+	memset(&image, 0, sizeof(image));
+	image.version = SIGMIG_IMAGE_VERSION;
+	image.arch = 62;	/* EM_X86_64 */
+	strcpy(image.program, "prog");
+	d = &image.dispositions[SIGUSR2 - 1];
+	d->kind = SIGMIG_HANDLER_NAMED;
+	strcpy(d->handler, "not_here");
+	if (sigmig_image_encode(&image, &buf, &len))
+		return (void)ok(0, "encode an image naming a missing handler");
+	fd = mkstemp(img);
+	if (write(fd, buf, len) != (ssize_t)len)
+		ok(0, "write the image");
+	close(fd);
+	free(buf);
+	for (how = 0; how < 2; how++) {
+		rc = in_child(failing_restore, img, how, err, sizeof(err));
+		if (!ok(rc == 3 && !strchr(err, '\n') &&
+			strstr(err, "handler \"not_here\" is not registered"),
+			"restore fails after registration (main %s): the leader gets the reason, the others -ECANCELED, rc=%d",
+			how ? "registered" : "waits", rc))
+			diag_lines(err);
+	}
+	unlink(img);
+}
+
+static void commit_exit(void)
+{
+	_exit(42);
+}
+
+static void *idle_worker(void *arg)
+{
+	(void)arg;
+	if (sigmig_thread_register(0))
+		return NULL;
+	for (;;)
+		pause();
+}
+
+/* In a child: a runtime whose COMMIT ends the process through its hook. */
+static int committing_child(const char *path, int unused)
+{
+	struct sigmig_runtime_opts o = { .ctl_path = path, .program = "commit",
+					 .nthreads = 1, .commit_exit = commit_exit };
+	char why[256];
+	pthread_t th;
+
+	(void)unused;
+	if (sigmig_runtime_start(&o, why, sizeof(why)))
+		return 10;
+	pthread_create(&th, NULL, idle_worker, NULL);
+	pthread_join(th, NULL);
+	return 11;	/* not reached: COMMIT ends the process */
+}
+
+static int wait_answer(const char *path)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (answers(path, "STATUS", "\"threads\":[{", 1))
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+static void test_commit(void)
+{
+	char path[108], errf[] = "/tmp/sigmig-test-errXXXXXX", err[512];
+	int status = -1, efd = mkstemp(errf);
+	ssize_t len;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/tmp/sigmig-test-commit-%d.sock", getpid());
+	pid = fork();
+	if (pid == 0) {
+		dup2(efd, 2);
+		_exit(committing_child(path, 0));
+	}
+	ok(wait_answer(path), "committing child answers STATUS");
+	ok(request_on(path, "COMMIT", "\"error\":\"wrong_state\""), "COMMIT when running: wrong_state");
+	ok(request_on(path, "FREEZE", "\"freeze_ns\":"), "FREEZE the child");
+	ok(request_on(path, "COMMIT", "{\"ok\":true}"), "COMMIT answers ok");
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 42,
+	   "the program's commit_exit hook ended it (status 0x%x)", status);
+	ok(access(path, F_OK) != 0, "the control socket is gone");
+	len = pread(efd, err, sizeof(err) - 1, 0);
+	err[len > 0 ? len : 0] = '\0';
+	if (!ok(len <= 0, "the committed child wrote nothing to stderr"))
+		diag_lines(err);
+	close(efd);
+	unlink(errf);
+}
+
 int main(void)
 {
 	snprintf(sock, sizeof(sock), "/tmp/sigmig-test-%d/ctl.sock", getpid());
 	tap_plan_start();
+	/* the children first: fork() before this process has threads */
 	test_restore_refusals();
+	test_failing_restore();
+	test_commit();
 	test_protocol();
 	return tap_done();
 }

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Control server: one thread accepts one request per connection, a line
+ * "VERB\n", and answers one JSON line, followed by the image bytes for
+ * DUMP and PEEK. Each verb runs under the control lock, so registration
+ * never interleaves with it, and changes state only through the core's
+ * transitions. See docs/control-protocol.md.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "core.h"
+#include "dump.h"
+#include "freeze.h"
+#include "restore.h"
+#include "server.h"
+#include "util.h"
+
+#define REQUEST_TIMEOUT_MS	5000
+#define ACCEPT_POLL_MS		200	/* how soon sigmig_server_stop() is noticed */
+#define STATE_BIT(s)		(1u << (s))
+#define ANY_STATE		(~0u)
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+
+static struct {
+	char path[108];
+	int listen_fd;
+	pthread_t thread;
+	int started;
+	_Atomic int stopping;
+	void (*commit_exit)(void);
+} srv = {
+	.listen_fd = -1,
+};
+
+/* ---- socket and reply helpers ---- */
+
+static int wait_fd(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int n;
+
+	do
+		n = poll(&p, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n ? 0 : -ETIMEDOUT;
+}
+
+/* A client that stops reading stalls only this request, then it is dropped. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void json_escape(char *out, size_t outlen, const char *in)
+{
+	size_t o = 0;
+
+	for (; *in && o + 7 < outlen; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c == '"' || c == '\\')
+			o += (size_t)snprintf(out + o, outlen - o, "\\%c", c);
+		else if (c < 0x20)
+			o += (size_t)snprintf(out + o, outlen - o, "\\u%04x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
+static void reply_error(int fd, const char *code, const char *message)
+{
+	char esc[512], line[700];
+
+	json_escape(esc, sizeof(esc), message);
+	snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\",\"message\":\"%s\"}\n",
+		 code, esc);
+	write_all(fd, line, strlen(line));
+}
+
+static void reply_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void reply_line(int fd, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	strcat(line, "\n");
+	write_all(fd, line, strlen(line));
+}
+
+/* ---- verbs ---- */
+
+static size_t status_threads(char *line, size_t cap)
+{
+	const char *sep = "";
+	unsigned int i;
+	size_t o = 0;
+
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
+
+		if (!atomic_load(&t->registered))
+			continue;
+		o += (size_t)snprintf(line + o, cap - o, "%s{\"index\":%u,\"tid\":%d}",
+				      sep, i, t->tid);
+		sep = ",";
+	}
+	return o;
+}
+
+static size_t status_restore(char *line, size_t cap, const struct restore_status *st)
+{
+	char esc[512];
+	size_t o;
+
+	if (st->verified)
+		o = (size_t)snprintf(line, cap,
+				     ",\"restore\":{\"requeued\":%llu,\"verified\":true,\"restore_ns\":%llu}",
+				     (unsigned long long)st->requeued,
+				     (unsigned long long)st->restore_ns);
+	else
+		o = (size_t)snprintf(line, cap, ",\"restore\":null");
+	if (!st->error)
+		return o;
+	json_escape(esc, sizeof(esc), st->error);
+	return o + (size_t)snprintf(line + o, cap - o,
+				    ",\"error\":\"restore_failed\",\"message\":\"%s\"", esc);
+}
+
+static void do_status(int fd, enum rt_state state)
+{
+	size_t cap = 1024 + (size_t)sigmig_nthreads() * 40, o;
+	char *line = malloc(cap), esc[160];
+	struct restore_status st;
+
+	if (!line)
+		return reply_error(fd, "internal", "out of memory");
+	sigmig_restore_status(&st);
+	json_escape(esc, sizeof(esc), sigmig_program());
+	o = (size_t)snprintf(line, cap, "{\"ok\":true,\"state\":\"%s\",\"pid\":%d,\"program\":\"%s\",\"restored\":%s,\"threads\":[",
+			     sigmig_state_name(state), getpid(), esc,
+			     st.verified ? "true" : "false");
+	o += status_threads(line + o, cap - o);
+	o += (size_t)snprintf(line + o, cap - o, "]");
+	o += status_restore(line + o, cap - o, &st);
+	snprintf(line + o, cap - o, "}\n");
+	write_all(fd, line, strlen(line));
+	free(line);
+}
+
+static int freeze_process(int fd, uint64_t *ns)
+{
+	char err[300];
+	int ret;
+
+	ret = sigmig_freeze(ns, err, sizeof(err));
+	if (ret) {
+		reply_error(fd, "freeze_timeout", err);
+		return ret;
+	}
+	return sigmig_transition(RT_RUNNING, RT_FROZEN);
+}
+
+/* Running again even when a thread was slow to leave: THAW was posted to all. */
+static int thaw_process(void)
+{
+	int ret = sigmig_thaw();
+
+	sigmig_transition(RT_FROZEN, RT_RUNNING);
+	return ret;
+}
+
+static void do_freeze(int fd, enum rt_state state)
+{
+	uint64_t ns = 0;
+
+	(void)state;
+	if (!freeze_process(fd, &ns))
+		reply_line(fd, "{\"ok\":true,\"freeze_ns\":%llu}", (unsigned long long)ns);
+}
+
+static void do_thaw(int fd, enum rt_state state)
+{
+	if (state == RT_HELD && sigmig_restore_release())
+		return reply_error(fd, "resume_failed", "resuming the restored threads failed");
+	if (state == RT_FROZEN && thaw_process())
+		return reply_error(fd, "thaw_timeout",
+				   "a thread did not leave the freeze handler in time");
+	reply_line(fd, "{\"ok\":true}");
+}
+
+static void dump_reply(int fd)
+{
+	uint64_t start = sigmig_now_ns(), nsignals = 0;
+	uint8_t *img = NULL;
+	size_t len = 0;
+	char err[300];
+
+	if (sigmig_dump(&img, &len, &nsignals, err, sizeof(err))) {
+		reply_error(fd, "dump_failed", err);
+		return;
+	}
+	reply_line(fd, "{\"ok\":true,\"image_size\":%zu,\"signals\":%llu,\"dump_ns\":%llu}",
+		   len, (unsigned long long)nsignals,
+		   (unsigned long long)(sigmig_now_ns() - start));
+	write_all(fd, img, len);
+	free(img);
+}
+
+static void do_dump(int fd, enum rt_state state)
+{
+	(void)state;
+	dump_reply(fd);
+}
+
+/* A running process is frozen for the peek and thawed after it. */
+static void do_peek(int fd, enum rt_state state)
+{
+	uint64_t ns;
+
+	if (state != RT_RUNNING)
+		return dump_reply(fd);
+	if (freeze_process(fd, &ns))
+		return;
+	dump_reply(fd);
+	thaw_process();
+}
+
+static void do_commit(int fd, enum rt_state state)
+{
+	if (!srv.commit_exit)
+		return reply_error(fd, "not_supported",
+				   "this program does not end on COMMIT (no commit_exit hook)");
+	if (sigmig_transition(state, RT_COMMITTED))
+		return reply_error(fd, "wrong_state", "COMMIT raced with a state change");
+	reply_line(fd, "{\"ok\":true}");
+	shutdown(fd, SHUT_WR);
+	unlink(srv.path);
+	/* the parked threads never run again: nothing more is delivered */
+	srv.commit_exit();
+}
+
+static const struct verb {
+	const char *name;
+	unsigned int states;	/* STATE_BIT()s it is valid in */
+	const char *needs;	/* the wrong_state message otherwise */
+	void (*run)(int fd, enum rt_state state);
+} verbs[] = {
+	{ "STATUS", ANY_STATE, NULL, do_status },
+	{ "FREEZE", STATE_BIT(RT_RUNNING), "FREEZE needs a running process", do_freeze },
+	{ "THAW", STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
+	  "THAW needs a frozen process", do_thaw },
+	{ "DUMP", STATE_BIT(RT_FROZEN),
+	  "DUMP needs a frozen process: send FREEZE first", do_dump },
+	{ "PEEK", STATE_BIT(RT_RUNNING) | STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
+	  "PEEK needs a running or frozen process", do_peek },
+	{ "COMMIT", STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
+	  "COMMIT needs a frozen process", do_commit },
+};
+
+static const char *why_not(const struct verb *v, enum rt_state state)
+{
+	if (state == RT_RESTORING || state == RT_FAILED)
+		return "the process is restoring or failed to restore";
+	if (state == RT_COMMITTED)
+		return "the process was committed and is ending";
+	/* its threads do not run the image's masks yet: not a source */
+	if (state == RT_HELD)
+		return "held after a restore: THAW or COMMIT it first";
+	return v->needs;
+}
+
+static void dispatch(int fd, const char *name)
+{
+	enum rt_state state;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(verbs); i++)
+		if (!strcmp(verbs[i].name, name))
+			break;
+	if (i == ARRAY_SIZE(verbs))
+		return reply_error(fd, "unknown_verb", "verbs: STATUS FREEZE THAW DUMP PEEK COMMIT");
+	sigmig_control_lock();
+	state = sigmig_state();
+	if (verbs[i].states & STATE_BIT(state))
+		verbs[i].run(fd, state);
+	else
+		reply_error(fd, "wrong_state", why_not(&verbs[i], state));
+	sigmig_control_unlock();
+}
+
+/* ---- the control thread ---- */
+
+static int read_request(int fd, char *verb, size_t len)
+{
+	uint64_t deadline = sigmig_deadline(REQUEST_TIMEOUT_MS);
+	size_t got = 0;
+	ssize_t n;
+
+	while (got + 1 < len) {
+		if (wait_fd(fd, POLLIN, sigmig_ms_left(deadline)))
+			return -ETIMEDOUT;
+		n = read(fd, verb + got, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPIPE;
+		if (verb[got] == '\n') {
+			verb[got] = '\0';
+			if (got && verb[got - 1] == '\r')
+				verb[got - 1] = '\0';
+			return 0;
+		}
+		got++;
+	}
+	return -E2BIG;
+}
+
+static void *server_main(void *arg)
+{
+	char verb[64];
+	int fd;
+
+	(void)arg;
+	while (!atomic_load(&srv.stopping)) {
+		if (wait_fd(srv.listen_fd, POLLIN, ACCEPT_POLL_MS))
+			continue;
+		fd = accept4(srv.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!read_request(fd, verb, sizeof(verb)))
+			dispatch(fd, verb);
+		else
+			reply_error(fd, "bad_request", "expected one line: VERB\\n");
+		close(fd);
+	}
+	return NULL;
+}
+
+static void mkdir_parents(const char *path)
+{
+	char dir[sizeof(srv.path)], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+		*slash = '/';
+	}
+}
+
+static int listen_on(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	mkdir_parents(path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* The control thread must never take a signal: it starts with all blocked. */
+static int start_thread(void)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&srv.thread, NULL, server_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -ret;
+}
+
+int sigmig_server_start(const char *path, void (*commit_exit)(void))
+{
+	int ret;
+
+	if (srv.started)
+		return -EALREADY;
+	if (strlen(path) >= sizeof(srv.path))
+		return -ENAMETOOLONG;
+	strcpy(srv.path, path);
+	srv.commit_exit = commit_exit;
+	srv.listen_fd = listen_on(path);
+	if (srv.listen_fd < 0)
+		return srv.listen_fd;
+	ret = start_thread();
+	if (ret) {
+		close(srv.listen_fd);
+		srv.listen_fd = -1;
+		unlink(path);
+		return ret;
+	}
+	srv.started = 1;
+	return 0;
+}
+
+void sigmig_server_stop(void)
+{
+	if (!srv.started)
+		return;
+	atomic_store(&srv.stopping, 1);
+	pthread_join(srv.thread, NULL);
+	srv.started = 0;
+	close(srv.listen_fd);
+	srv.listen_fd = -1;
+	unlink(srv.path);
+}

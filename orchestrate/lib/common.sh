@@ -85,6 +85,28 @@ on_exit() {
 	trap 'exit 143' TERM
 }
 
+# stop_pids [-t SECONDS] PID...: TERM every PID at once, give them SECONDS
+# (default 10) in all to exit, then KILL what is left.  Empty arguments are
+# skipped, so an exit hook can name a pid variable that may be unset.
+stop_pids() {
+	local limit=10 pid left deadline
+	if [ "${1:-}" = -t ]; then
+		limit=$2
+		shift 2
+	fi
+	for pid in "$@"; do
+		[ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null || true
+	done
+	deadline=$((SECONDS + limit))
+	for pid in "$@"; do
+		[ -n "$pid" ] || continue
+		left=$((deadline - SECONDS))
+		[ "$left" -gt 0 ] || left=1
+		timeout "$left" tail --pid="$pid" -f /dev/null 2>/dev/null ||
+			kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
 # runtime_dir VAR NAME: set VAR to a new private directory for UNIX sockets
 # and pid files, whose path length does not depend on where the checkout
 # lives (sun_path holds 108 bytes): under $XDG_RUNTIME_DIR or /tmp, removed

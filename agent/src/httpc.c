@@ -11,15 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "httpc.h"
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int fail(struct http_result *res, const char *phase, int err)
 {
@@ -32,7 +25,7 @@ static int fail(struct http_result *res, const char *phase, int err)
 static int wait_io(int fd, short events, double deadline, unsigned int stall_ms)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };
-	double left = deadline - mono_s();
+	double left = deadline - clock_mono_s();
 	int ms, n;
 
 	for (;;) {
@@ -48,7 +41,7 @@ static int wait_io(int fd, short events, double deadline, unsigned int stall_ms)
 			return ETIMEDOUT;
 		if (errno != EINTR)
 			return errno;
-		left = deadline - mono_s();
+		left = deadline - clock_mono_s();
 	}
 }
 
@@ -236,18 +229,18 @@ int httpc_request(const char *method, const struct target_url *target,
 		  unsigned int timeout_ms, unsigned int stall_ms,
 		  struct http_result *res)
 {
-	double t0 = mono_s(), deadline = t0 + timeout_ms / 1000.0, t1, t2;
+	double t0 = clock_mono_s(), deadline = t0 + timeout_ms / 1000.0, t1, t2;
 	int fd, err;
 
 	memset(res, 0, sizeof(*res));
 	fd = connect_target(target, deadline, res);
 	if (fd < 0)
 		return -1;
-	t1 = mono_s();
+	t1 = clock_mono_s();
 	res->connect_s = t1 - t0;
 	err = send_request(fd, method, target, path_query, token, content_type, body,
 			   len, deadline, stall_ms);
-	t2 = mono_s();
+	t2 = clock_mono_s();
 	res->send_s = t2 - t1;
 	if (err && err != ETIMEDOUT) {
 		/*
@@ -255,7 +248,7 @@ int httpc_request(const char *method, const struct target_url *target,
 		 * and closes while the body is still going out: its answer
 		 * says more than the broken pipe.
 		 */
-		if (receive_response(fd, mono_s() + 2, res) == 0 && res->status) {
+		if (receive_response(fd, clock_mono_s() + 2, res) == 0 && res->status) {
 			res->wait_s = 0;
 			close(fd);
 			return 0;
@@ -267,7 +260,7 @@ int httpc_request(const char *method, const struct target_url *target,
 		return fail(res, "send", err);
 	}
 	err = receive_response(fd, deadline, res);
-	res->wait_s = mono_s() - t2;
+	res->wait_s = clock_mono_s() - t2;
 	close(fd);
 	if (err)
 		return fail(res, "receive", err);

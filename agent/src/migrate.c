@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "httpc.h"
 #include "log.h"
 #include "metrics.h"
@@ -22,14 +23,6 @@
 struct timings {
 	double start, freeze, dump, transfer, restore, commit, downtime;
 };
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int restore_path_for(const struct workload *w, char *buf, size_t len)
 {
@@ -183,11 +176,11 @@ static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
 			return -1;	/* nothing frozen, nothing to undo */
 	}
 	json_decref(result);
-	t1 = mono_s();
+	t1 = clock_mono_s();
 	t->freeze = t1 - t->start;
 	if (workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err))
 		return abort_migration(w, err);
-	t->dump = mono_s() - t1;
+	t->dump = clock_mono_s() - t1;
 	return 0;
 }
 
@@ -243,7 +236,7 @@ static void record_phases(const struct timings *t, bool resumed)
 int migrate_workload(struct workload *w, const struct migrate_request *req,
 		     json_t **result, struct api_error *err)
 {
-	struct timings t = { .start = mono_s() };
+	struct timings t = { .start = clock_mono_s() };
 	struct ctl_reply dump;
 	struct http_result res;
 	json_t *commit = NULL, *remote, *running;
@@ -275,16 +268,16 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		ctl_reply_free(&dump);
 		return abort_migration(w, err);
 	}
-	t1 = mono_s();
+	t1 = clock_mono_s();
 	workload_commit(w, req->target_text, &commit);
-	t.commit = mono_s() - t1;
+	t.commit = clock_mono_s() - t1;
 	/*
 	 * Held on request, so that the caller can compare B's queues with
 	 * the image before anything is delivered; it resumes on its thaw.
 	 */
 	running = req->resume_target ?
 		  thaw_target(req, id, problem, sizeof(problem)) : NULL;
-	t.downtime = mono_s() - t.start;
+	t.downtime = clock_mono_s() - t.start;
 	if (running) {
 		json_decref(remote);
 		remote = running;

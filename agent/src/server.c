@@ -18,6 +18,7 @@
 
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -27,15 +28,6 @@ struct agent_context agent;
 static struct MHD_Daemon *daemon_handle;
 
 static const char *const unmatched_route = "unmatched";
-
-static double seconds_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) +
-	       (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
 
 void reply_json(struct reply *out, unsigned int status, json_t *json)
 {
@@ -211,7 +203,7 @@ static struct request *new_request(struct MHD_Connection *conn, const char *url,
 
 	if (!req)
 		return NULL;
-	clock_gettime(CLOCK_MONOTONIC, &req->start);
+	req->start = clock_mono_s();
 	req->conn = conn;
 	req->method = http_method_parse(method);
 	snprintf(req->method_name, sizeof(req->method_name), "%s",
@@ -370,7 +362,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)conn;
 	if (!req)
 		return;
-	secs = seconds_since(&req->start);
+	secs = clock_mono_s() - req->start;
 	metrics_request(req->route ? req->route->pattern : unmatched_route,
 			req->method_name, req->status, secs);
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -34,7 +34,7 @@ struct request {
 	bool too_large;
 	bool answered;		/* a response was queued before the body */
 	unsigned int status;
-	struct timespec start;
+	double start;		/* clock_mono_s() when it arrived */
 };
 
 struct reply_header {

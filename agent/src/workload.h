@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Workload processes: started from the program directory, tracked by id,
- * reaped by a dedicated thread, driven through their control socket.
+ * reaped by a dedicated thread, driven through their control socket
+ * (workload_*.c; workload_internal.h says which file does what).
  */
 #ifndef AGENT_WORKLOAD_H
 #define AGENT_WORKLOAD_H

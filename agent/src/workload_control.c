@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The control verbs of a workload: a round trip to its runtime, or job
+ * control for a program started without one, and the agent's view of the
+ * outcome (frozen, held, committed).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "workload_internal.h"
+
+#define COMMIT_EXIT_MS		5000
+
+static int require_alive(struct workload *w, struct api_error *err)
+{
+	char migrated_to[sizeof(w->migrated_to)];
+	bool exited, committed;
+
+	wl_lock();
+	exited = w->exited;
+	committed = w->committed;
+	memcpy(migrated_to, w->migrated_to, sizeof(migrated_to));
+	wl_unlock();
+	if (committed)
+		return api_error_set(err, 409, "wrong_state",
+				     "%s was migrated to %s", w->id, migrated_to);
+	if (exited)
+		return api_error_set(err, 409, "wrong_state", "%s is not running",
+				     w->id);
+	return 0;
+}
+
+int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
+		 struct ctl_reply *reply, struct api_error *err)
+{
+	int ret;
+
+	if (!w->control)
+		return api_error_set(err, 409, "no_runtime",
+				     "%s was started with \"control\": false", w->id);
+	if (require_alive(w, err))
+		return -1;
+	ret = ctl_request(w->sock, verb, timeout_ms, reply);
+	if (ret)
+		log_warn("%s: %s on %s: %s", w->id, verb, w->sock, strerror(-ret));
+	if (ret == -ETIMEDOUT)
+		return api_error_set(err, 504, "runtime_timeout",
+				     "%s: no %s reply within %d ms", w->id, verb,
+				     timeout_ms);
+	if (ret)
+		return api_error_set(err, 502, "runtime_unreachable",
+				     "%s: %s on %s: %s", w->id, verb, w->sock,
+				     strerror(-ret));
+	if (ctl_reply_ok(reply))
+		return 0;
+	api_error_set(err, strcmp(ctl_reply_error(reply), "wrong_state") ? 502 : 409,
+		      strcmp(ctl_reply_error(reply), "wrong_state") ?
+		      "runtime_error" : "wrong_state",
+		      "%s: %s: %s", w->id, verb, ctl_reply_message(reply));
+	snprintf(err->cause, sizeof(err->cause), "%s", ctl_reply_error(reply));
+	ctl_reply_free(reply);
+	return -1;
+}
+
+const char *wl_reply_state(const struct ctl_reply *reply)
+{
+	return json_string_value(json_object_get(reply->json, "state"));
+}
+
+json_t *wl_reply_result(const struct ctl_reply *reply)
+{
+	json_t *res = json_deep_copy(reply->json);
+
+	json_object_del(res, "ok");
+	json_object_del(res, "image_size");
+	return res;
+}
+
+static int set_frozen(struct workload *w, bool frozen)
+{
+	wl_lock();
+	w->frozen = frozen;
+	if (!frozen)
+		w->held = false;
+	wl_unlock();
+	return 0;
+}
+
+/* Without a runtime, freezing is job control: SIGSTOP/SIGCONT. */
+static int plain_freeze(struct workload *w, bool freeze, json_t **result,
+			struct api_error *err)
+{
+	bool frozen;
+
+	if (require_alive(w, err))
+		return -1;
+	wl_lock();
+	frozen = w->frozen;
+	wl_unlock();
+	if (frozen == freeze)
+		return api_error_set(err, 409, "wrong_state", "%s is %s", w->id,
+				     frozen ? "already frozen" : "not frozen");
+	wl_kill_group(w, freeze ? SIGSTOP : SIGCONT);
+	*result = json_pack("{s:s}", "method", freeze ? "SIGSTOP" : "SIGCONT");
+	return set_frozen(w, freeze);
+}
+
+static int set_workload_frozen(struct workload *w, bool freeze, json_t **result,
+			       struct api_error *err)
+{
+	struct ctl_reply reply;
+
+	if (!w->control)
+		return plain_freeze(w, freeze, result, err);
+	if (workload_ctl(w, freeze ? "FREEZE" : "THAW", CTL_TIMEOUT_MS, &reply, err))
+		return -1;
+	*result = wl_reply_result(&reply);
+	ctl_reply_free(&reply);
+	return set_frozen(w, freeze);
+}
+
+int workload_freeze(struct workload *w, json_t **result, struct api_error *err)
+{
+	return set_workload_frozen(w, true, result, err);
+}
+
+int workload_thaw(struct workload *w, json_t **result, struct api_error *err)
+{
+	return set_workload_frozen(w, false, result, err);
+}
+
+int workload_commit(struct workload *w, const char *target, json_t **result)
+{
+	struct api_error err;
+	struct ctl_reply reply;
+	const char *how = "commit";
+
+	if (workload_ctl(w, "COMMIT", CTL_TIMEOUT_MS, &reply, &err) == 0)
+		ctl_reply_free(&reply);
+	else
+		how = "killed";
+	if (!wl_wait_exit(w, COMMIT_EXIT_MS)) {
+		/* Frozen with everything blocked: SIGKILL delivers nothing. */
+		log_warn("%s: still alive after COMMIT, sending SIGKILL", w->id);
+		wl_kill_group(w, SIGKILL);
+		wl_wait_exit(w, COMMIT_EXIT_MS);
+		how = "killed";
+	}
+	wl_lock();
+	w->committed = true;
+	w->frozen = false;
+	snprintf(w->migrated_to, sizeof(w->migrated_to), "%s", target);
+	wl_unlock();
+	*result = json_pack("{s:s}", "method", how);
+	return 0;
+}
+
+/* Leave nothing half-frozen behind: ask every runtime, thaw the frozen. */
+void workloads_shutdown(void)
+{
+	struct api_error err;
+	struct workload *w;
+	json_t *result;
+	unsigned int i;
+
+	for (i = 0; i < wl_config()->max_workloads; i++) {
+		w = wl_get_slot(i);
+		if (!w)
+			continue;
+		result = NULL;
+		if (wl_is_held(w))
+			log_warn("shutdown: %s stays held (frozen): its source may "
+				 "still run; thaw or delete it", w->id);
+		else if (workload_thaw(w, &result, &err) == 0)
+			log_info("shutdown: thawed %s", w->id);
+		else if (strcmp(err.code, "wrong_state") != 0)
+			log_warn("shutdown: %s: %s", w->id, err.detail);
+		json_decref(result);
+		workload_put(w);
+	}
+	wl_stop_reaper();
+}
+
+/*
+ * The image of @w without dequeuing anything and without changing its
+ * state: @verb when frozen; FREEZE, @verb, THAW when running. Done as
+ * three verbs so that each step has its own timeout and a failed dump
+ * always ends with the thaw. @verb is DUMP for a checkpoint, PEEK for a
+ * look, which the runtime also answers for a copy held after a restore.
+ */
+int workload_snapshot(struct workload *w, const char *verb,
+		      struct ctl_reply *dump, struct api_error *err)
+{
+	struct api_error thaw_err;
+	json_t *result = NULL;
+	bool froze = false;
+	int ret;
+
+	if (!w->control)
+		return api_error_set(err, 409, "no_runtime",
+				     "%s was started with \"control\": false", w->id);
+	ret = workload_freeze(w, &result, err);
+	json_decref(result);
+	if (ret == 0)
+		froze = true;
+	else if (strcmp(err->code, "wrong_state") != 0)
+		return -1;
+	ret = workload_ctl(w, verb, CTL_TIMEOUT_MS * 6, dump, err);
+	if (froze && workload_thaw(w, &result, &thaw_err)) {
+		log_error("%s: THAW after a snapshot failed: %s", w->id,
+			  thaw_err.detail);
+	}
+	json_decref(result);
+	return ret;
+}

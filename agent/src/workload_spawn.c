@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Starting a program from the program directory, in its own process
+ * group with an empty mask and default dispositions, and stopping it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+#include "workload_internal.h"
+
+#define STOP_GRACE_MS		3000
+
+extern char **environ;
+
+int wl_program_path(const char *program, char *path, size_t len,
+		    struct api_error *err)
+{
+	struct stat st;
+
+	if (!program_name_valid(program))
+		return api_error_set(err, 400, "invalid_field",
+				     "program: not a valid program name");
+	snprintf(path, len, "%s/%s", wl_config()->bin_dir, program);
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || access(path, X_OK))
+		return api_error_set(err, 404, "unknown_program",
+				     "no executable '%s' in %s", program,
+				     wl_config()->bin_dir);
+	return 0;
+}
+
+static int build_argv(struct workload *w, const char *path, bool restore,
+		      char **argv)
+{
+	unsigned int n = 0, i;
+
+	argv[n++] = (char *)path;
+	if (restore) {
+		argv[n++] = "--restore";
+		argv[n++] = w->image;
+		if (w->hold)
+			argv[n++] = "--restore-hold";
+	}
+	if (w->control) {
+		argv[n++] = "--ctl";
+		argv[n++] = w->sock;
+		argv[n++] = "--ledger";
+		argv[n++] = w->ledger;
+	}
+	for (i = 0; i < w->args.argc; i++)
+		argv[n++] = w->args.argv[i];
+	argv[n] = NULL;
+	return (int)n;
+}
+
+/*
+ * The agent blocks its shutdown signals in every thread: the child starts
+ * with an empty mask and default dispositions, in its own process group so
+ * that a terminal's ^C aimed at the agent does not reach it.
+ */
+static int spawn_child(struct workload *w, char **argv, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	int err;
+
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, w->log,
+					 O_WRONLY | O_CREAT | O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+	err = posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	return err;
+}
+
+int wl_spawn(struct workload *w, void *args, struct api_error *err)
+{
+	const struct wl_spawn_args *a = args;
+	char *argv[WORKLOAD_ARGS_MAX + 10];
+	int ret;
+
+	unlink(w->sock);
+	if (a->image_tmp && rename(a->image_tmp, w->image))
+		return api_error_set(err, 500, "internal", "%s: %s", w->image,
+				     strerror(errno));
+	build_argv(w, a->path, a->image_tmp != NULL, argv);
+	ret = spawn_child(w, argv, &w->pid);
+	if (ret)
+		return api_error_set(err, 500, "spawn_failed", "%s: %s", a->path,
+				     strerror(ret));
+	clock_gettime(CLOCK_REALTIME, &w->started);
+	log_info("workload %s: started %s (pid %d)%s", w->id, w->program,
+		 w->pid, a->image_tmp ? " to restore an image" : "");
+	return 0;
+}
+
+/* The last line the program wrote: its one-line reason on failure. */
+static void last_log_line(const struct workload *w, char *buf, size_t len)
+{
+	char tail[1024];
+	ssize_t n = 0;
+	char *line;
+	off_t size;
+	int fd;
+
+	buf[0] = '\0';
+	fd = open(w->log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size > 0)
+		n = pread(fd, tail, sizeof(tail) - 1,
+			  size > (off_t)sizeof(tail) - 1 ? size - (off_t)sizeof(tail) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	tail[n] = '\0';
+	while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r'))
+		tail[--n] = '\0';
+	line = strrchr(tail, '\n');
+	line = line ? line + 1 : tail;
+	n = (ssize_t)strnlen(line, len - 1);
+	memcpy(buf, line, (size_t)n);
+	buf[n] = '\0';
+}
+
+static void describe_exit(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+/* Called with the workload's exit recorded. */
+int wl_exit_error(struct workload *w, unsigned int status, const char *code,
+		  const char *what, struct api_error *err)
+{
+	char how[64], line[256];
+	int wait_status;
+
+	wl_lock();
+	wait_status = w->wait_status;
+	wl_unlock();
+	describe_exit(wait_status, how, sizeof(how));
+	last_log_line(w, line, sizeof(line));
+	return api_error_set(err, status, code, "%s: %s %s%s%s", w->id, what,
+			     how, line[0] ? ": " : "", line);
+}
+
+/* Until the control socket answers: the program is up and registered. */
+static int wait_runtime_ready(struct workload *w, struct api_error *err)
+{
+	int64_t deadline = clock_mono_ms() + START_TIMEOUT_MS;
+	struct ctl_reply reply;
+
+	for (;;) {
+		if (wl_is_exited(w))
+			return wl_exit_error(w, 422, "start_failed", w->program, err);
+		if (ctl_request(w->sock, "STATUS", 1000, &reply) == 0) {
+			ctl_reply_free(&reply);
+			return 0;
+		}
+		if (clock_mono_ms() >= deadline) {
+			wl_kill_group(w, SIGKILL);
+			return api_error_set(err, 504, "start_timeout",
+					     "%s: no answer on %s after %d ms",
+					     w->id, w->sock, START_TIMEOUT_MS);
+		}
+		clock_sleep_ms(POLL_INTERVAL_MS);
+	}
+}
+
+int workload_start(const struct start_request *req, struct workload **out,
+		   struct api_error *err)
+{
+	struct wl_spawn_args spawn = { 0 };
+	char path[PATH_MAX];
+	struct workload *w;
+
+	if (wl_program_path(req->program, path, sizeof(path), err))
+		return -1;
+	w = wl_new(req->program, &req->args, req->control, err);
+	if (!w)
+		return -1;
+	spawn.path = path;
+	if (wl_publish(w, wl_spawn, &spawn, err))
+		goto fail;
+	if (w->control && wait_runtime_ready(w, err)) {
+		wl_remove(w);
+		goto fail;
+	}
+	*out = w;
+	return 0;
+fail:
+	workload_put(w);
+	return -1;
+}
+
+/*
+ * A frozen runtime blocks SIGTERM: let it go first. A held restore must
+ * deliver nothing (its source may be running): COMMIT ends it without
+ * resuming, SIGKILL below if not.
+ */
+static void end_process(struct workload *w)
+{
+	struct ctl_reply reply;
+
+	if (w->control && ctl_request(w->sock, wl_is_held(w) ? "COMMIT" : "THAW",
+				      2000, &reply) == 0)
+		ctl_reply_free(&reply);
+	wl_kill_group(w, SIGCONT);
+	wl_kill_group(w, SIGTERM);
+	if (!wl_wait_exit(w, STOP_GRACE_MS)) {
+		wl_kill_group(w, SIGKILL);
+		wl_wait_exit(w, STOP_GRACE_MS);
+	}
+}
+
+int workload_stop(struct workload *w, json_t **final, struct api_error *err)
+{
+	(void)err;
+	if (!wl_is_exited(w))
+		end_process(w);
+	wl_remove(w);
+	unlink(w->sock);
+	unlink(w->image);
+	*final = workload_to_json(w, false);
+	log_info("workload %s: stopped and removed", w->id);
+	return 0;
+}

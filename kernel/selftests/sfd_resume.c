@@ -14,6 +14,12 @@
  */
 #define _GNU_SOURCE
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <linux/userfaultfd.h>
+
 #include "kselftest_harness.h"
 #include "sfd_common.h"
 
@@ -349,6 +355,122 @@ TEST_F(resume, appends_and_offsets_below_the_hint)
 	ASSERT_EQ(0, check_window(self->fd, self->both, self->base, NQ + 50, 100));
 	ASSERT_EQ(0, check_window(self->fd, self->both, self->base, NQ + 100, 1));
 	ASSERT_EQ(0, check_batched(self->fd, self->both, self->base, 333, -1));
+}
+
+/*
+ * The hint is left when a pread() ends, after its records were copied to
+ * user space with the siglock dropped. An entry that leaves the queue in
+ * that gap, before the entry the walk stopped at, moves that entry one
+ * index down: the hint must not be left with the index counted before.
+ *
+ * F0..F63, V, F64.. in the shared queue; a pread of 64 records stops at V
+ * (index 64) and blocks copying them out to a userfaultfd page; F0 is
+ * dequeued meanwhile, so V is at 63 and F64 at 64 when the copy ends.
+ */
+struct blocked_pread {
+	int fd;
+	void *buf;
+	ssize_t ret;
+};
+
+static void *blocked_pread_thread(void *arg)
+{
+	struct blocked_pread *bp = arg;
+
+	bp->ret = pread(bp->fd, bp->buf, 64 * SI_MAX_SIZE, SHARED);
+	return NULL;
+}
+
+TEST(hint_not_left_after_a_dequeue_during_the_copy_out)
+{
+	const int both[] = { SIGRTMIN, SIGRTMIN + 1, 0 };
+	const int rtmin[] = { SIGRTMIN, 0 };
+	long psz = sysconf(_SC_PAGESIZE);
+	size_t len = 2 * (size_t)psz;	/* 64 records: 8 KiB */
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_copy copy = { 0 };
+	struct blocked_pread bp;
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	pthread_t thr;
+	siginfo_t *rec = (siginfo_t *)got;
+	void *src;
+	int uffd, rd, i;
+
+	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
+	block_test_signals(SIG_BLOCK);
+	flush_all_signals();
+	ASSERT_EQ(0, raise_sigpending(1024));
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, q_shared(SIGRTMIN, i));
+	ASSERT_EQ(0, q_shared(SIGRTMIN + 1, 1000));
+	for (i = 64; i < 100; i++)
+		ASSERT_EQ(0, q_shared(SIGRTMIN, i));
+
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	ASSERT_LE(0, uffd) TH_LOG("userfaultfd: %s (CONFIG_USERFAULTFD?)",
+				  strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	bp.buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, bp.buf);
+	src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	memset(src, 0, len);
+	reg.range.start = (uintptr_t)bp.buf;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	bp.fd = open_sigs(both, 0);
+	ASSERT_LE(0, bp.fd);
+	rd = open_sigs(rtmin, SFD_GROUP);
+	ASSERT_LE(0, rd);
+	ASSERT_EQ(0, pthread_create(&thr, NULL, blocked_pread_thread, &bp));
+
+	/* The reader has walked F0..F63, pinned V and faults copying out. */
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000)) TH_LOG("the copy-out never faulted");
+	ASSERT_EQ((ssize_t)sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+
+	/* Another thread dequeues F0, before the pinned V. */
+	ASSERT_EQ(SI_MAX_SIZE, read(rd, rec, SI_MAX_SIZE));
+	ASSERT_EQ(SIGRTMIN, rec->si_signo);
+	ASSERT_EQ(0, rec->si_value.sival_int);
+
+	copy.dst = (uintptr_t)bp.buf;
+	copy.src = (uintptr_t)src;
+	copy.len = len;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	ASSERT_EQ(0, pthread_join(thr, NULL));
+	ASSERT_EQ(64 * SI_MAX_SIZE, bp.ret);
+	for (i = 0; i < 64; i++) {
+		siginfo_t *r = (siginfo_t *)bp.buf + i;
+
+		ASSERT_EQ(SIGRTMIN, r->si_signo);
+		ASSERT_EQ(i, r->si_value.sival_int);
+	}
+
+	/* Index 64 is now F64; V moved to 63. */
+	ASSERT_EQ(SI_MAX_SIZE, pread(bp.fd, rec, SI_MAX_SIZE, SHARED + 64));
+	EXPECT_EQ(SIGRTMIN, rec->si_signo);
+	EXPECT_EQ(64, rec->si_value.sival_int)
+		TH_LOG("pread at 64 returned sig %d val %d: a stale hint",
+		       rec->si_signo, rec->si_value.sival_int);
+	ASSERT_EQ(SI_MAX_SIZE, pread(bp.fd, rec, SI_MAX_SIZE, SHARED + 63));
+	EXPECT_EQ(SIGRTMIN + 1, rec->si_signo);
+	EXPECT_EQ(1000, rec->si_value.sival_int);
+
+	close(rd);
+	close(bp.fd);
+	munmap(src, len);
+	munmap(bp.buf, len);
+	close(uffd);
+	flush_all_signals();
 }
 
 TEST_HARNESS_MAIN

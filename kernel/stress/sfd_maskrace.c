@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * sfd_maskrace: a signalfd4() mask change racing with a multi-batch pread()
- * must not leave a resume hint (patch 7) that shifts later preads.
+ * must not leave a resume hint (the resume-hint patch) that shifts later preads.
  *
  * Queue Y0 X0 Y1 X1 ... Y99 X99 on the process-wide queue; one thread flips
  * the fd's mask between {X, Y} and {X} while another preads 100 records;

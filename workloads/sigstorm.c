@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sigmig/runtime.h>
+#include <sigmig/sfd.h>
 
 #define MAX_THREADS	64
 #ifdef __i386__
@@ -100,7 +101,7 @@ static void ledger_handler(int sig, siginfo_t *si, void *uc)
 	*p++ = ' ';
 	p = put_dec(p, (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
 	*p++ = ' ';
-	for (i = 0; i < 128; i++) {
+	for (i = 0; i < SI_MAX_SIZE; i++) {
 		*p++ = hexd[b[i] >> 4];
 		*p++ = hexd[b[i] & 15];
 	}

@@ -51,7 +51,8 @@ void config_usage(FILE *out)
 		"  --port PORT               same as --listen 0.0.0.0:PORT\n"
 		"  --token TOKEN             bearer token for mutating endpoints\n"
 		"  --token-file FILE         read the token from FILE (first line)\n"
-		"                            (default: $SIGMIG_AGENT_TOKEN; none: open)\n"
+		"                            (default: $SIGMIG_AGENT_TOKEN, which is then\n"
+		"                            removed from the environment; none: open)\n"
 		"  --max-body BYTES          JSON body cap, K/M/G suffixes (default 64K)\n"
 		"  --max-image BYTES         image upload cap (default 256M)\n"
 		"  --log-level LEVEL         error|warn|info|debug (default info)\n"
@@ -86,6 +87,25 @@ static int set_token(struct agent_config *cfg, const char *token)
 		return 0;
 	cfg->token = strdup(token);
 	return cfg->token ? 0 : -1;
+}
+
+/*
+ * The token in SIGMIG_AGENT_TOKEN is taken, not borrowed: the variable is
+ * removed so that no program the agent starts inherits it, and its bytes
+ * in the original environment block are zeroed, which is what
+ * /proc/PID/environ shows whatever unsetenv() did to environ.
+ */
+static int take_env_token(struct agent_config *cfg)
+{
+	char *value = getenv("SIGMIG_AGENT_TOKEN");
+	int ret;
+
+	if (!value)
+		return 0;
+	ret = set_token(cfg, value);
+	explicit_bzero(value, strlen(value));
+	unsetenv("SIGMIG_AGENT_TOKEN");
+	return ret;
 }
 
 static int read_token_file(struct agent_config *cfg, const char *path,
@@ -186,7 +206,7 @@ int config_parse(int argc, char **argv, struct agent_config *cfg, char *err,
 	int opt;
 
 	set_defaults(cfg);
-	if (set_token(cfg, getenv("SIGMIG_AGENT_TOKEN")))
+	if (take_env_token(cfg))
 		return -1;
 	optind = 1;
 	opterr = 0;

@@ -142,16 +142,21 @@ after_rollback() {
 	st=$(workload_state a "$STORM_A")
 	say "original on A after the failed move: $st"
 	[ "$st" = running ] || FAILURES+=("the original on A is '$st', not running, after the failed move")
-	if api_to b GET /v1/workloads "$out/workloads-b.json"; then
+	# B's agent may be dead (its guest crashed) or restarting (killed): a B
+	# that does not answer runs no copy; one that answers is asked.
+	if ! wait_until 15 "B's agent to answer" agent_healthy "$to"; then
+		say "B does not answer: no copy can run there"
+	elif api_to b GET /v1/workloads "$out/workloads-b.json"; then
 		STRAY_B=$(jqf "$out/workloads-b.json" '[must(.workloads)[] | select(.program == "sigstorm" and .restored
 			and (.state == "running" or .state == "frozen"))] | if length > 0 then .[0].id else empty end')
 	else
-		FAILURES+=("cannot list B's workloads to look for a second copy")
+		FAILURES+=("B answers but cannot list its workloads, to look for a second copy")
 	fi
 	# A copy held frozen since its restore (?hold=1) never resumed: not a
 	# second copy; its ledger is still collected and checked below.
 	if [ -n "$STRAY_B" ]; then
-		held=$(jqf "$out/workloads-b.json" --arg id "$STRAY_B" '[must(.workloads)[] | select(.id == $id)][0].held == true')
+		held=$(jqf "$out/workloads-b.json" '[must(.workloads)[] | select(.id == $id)][0].held == true' \
+			--arg id "$STRAY_B")
 		if [ "$held" = true ]; then
 			say "B holds its restored copy $STRAY_B frozen (never resumed): not a second copy"
 		else

@@ -128,7 +128,7 @@ parse_args() {
 	out=${out:-$SIGMIG_REPO/build/migrate/$(date +%Y%m%d-%H%M%S)-$$}
 	mkdir -p "$out"
 	# A reused directory must not lend a failed run the files of an older one.
-	rm -f "$out"/*.json "$out"/*.txt "$out"/*.log "$out"/.*.json
+	rm -f "$out"/*.json "$out"/*.txt "$out"/*.log "$out"/.*.json "$out"/.link-base
 }
 
 main() {

@@ -16,8 +16,9 @@ Usage: fault-hook.sh link MODE [ARG...]
          arm POINT on B's agent (POST /v1/debug/fault; needs sigmig.faults=1)
        fault-hook.sh kill-b-after-image [SECONDS]
          kill guest B's QEMU once the image crossed the link A -> B (its size:
-         128 bytes per signal pending in \$MIGRATE_OUT/before.json); at most
-         SECONDS (default 30) of waiting
+         128 bytes per signal pending in \$MIGRATE_OUT/before.json), counted
+         from the last 'link' command (else from now); at most SECONDS
+         (default 30) of waiting
 EOF
 }
 
@@ -44,11 +45,21 @@ kill_b_after_image() {
 	need_env SIGMIG_LINK_DIR SIGMIG_B_QEMU_PID MIGRATE_OUT
 	need=$(jq -er '.pending_total * 128' "$MIGRATE_OUT/before.json") ||
 		die "no pending_total in $MIGRATE_OUT/before.json"
-	base=$(link_payload_ab)
+	# From the link's state before the migration started: this hook starts
+	# with the POST and may be slower than the image.
+	if [ -f "$MIGRATE_OUT/.link-base" ]; then
+		base=$(cat "$MIGRATE_OUT/.link-base")
+	else
+		base=$(link_payload_ab)
+	fi
 	CROSSED=0
-	wait_until "$limit" "the image ($need bytes) to cross the link" image_crossed "$base" "$need" || true
-	kill -KILL "$SIGMIG_B_QEMU_PID"
-	echo "killed guest B after $CROSSED bytes" >&2
+	if wait_until "$limit" "the image ($need bytes) to cross the link" image_crossed "$base" "$need"; then
+		kill -KILL "$SIGMIG_B_QEMU_PID"
+		echo "killed guest B once the image had crossed the link ($CROSSED bytes)" >&2
+	else
+		kill -KILL "$SIGMIG_B_QEMU_PID"
+		echo "killed guest B after only $CROSSED of $need bytes" >&2
+	fi
 }
 
 main() {
@@ -58,6 +69,7 @@ main() {
 		[ $# -ge 2 ] || usage
 		need_env SIGMIG_LINK_DIR
 		"$SIGMIG_REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" "${@:2}"
+		[ -z "${MIGRATE_OUT:-}" ] || link_payload_ab >"$MIGRATE_OUT/.link-base"
 		;;
 	agent-fault)
 		[ $# = 2 ] || usage

@@ -85,7 +85,7 @@ use_case agent-killed
 rollback_checks "B's agent killed before confirming"
 
 use_case b-crash
-grep -q 'killed guest B after' "$REPO/build/suites/$SUITE/b-crash/stderr" 2>/dev/null
+grep -q 'killed guest B once the image had crossed the link' "$REPO/build/suites/$SUITE/b-crash/stderr" 2>/dev/null
 tap $? "b-crash: guest B was killed after the image crossed the link"
 rollback_checks "guest B crashed before confirming"
 

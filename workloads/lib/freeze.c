@@ -8,6 +8,7 @@
  * async-signal-safe.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +25,8 @@
 
 static struct {
 	_Atomic uint32_t nparked;	/* futex word */
-	_Atomic int freezing;		/* a freeze signal now means: park */
+	_Atomic uint32_t freezing;	/* futex word: a freeze signal now means park */
+	_Atomic uint32_t in_fork;	/* futex word: threads inside fork()'s lock window */
 } fz;
 
 /* What a parked thread does for a command, inside the freeze handler. */
@@ -65,11 +67,22 @@ static void freeze_handler(int sig, siginfo_t *si, void *ucv)
 
 /*
  * fork() takes every malloc arena lock and the stdio list lock before it
- * clones and drops them after: a thread parked in between would keep them
- * while the control thread allocates to dump. The freeze signal therefore
- * waits, blocked, until fork() has let go of them. Application atfork
- * handlers registered later run before this prepare handler and are not
- * covered; libc's own locks are.
+ * clones and drops them after. Two rules keep a freeze and a fork() from
+ * deadlocking over them:
+ *
+ * - No thread parks inside that window: a parked thread would keep the locks
+ *   while the control thread allocates to dump. The freeze signal is blocked
+ *   from our prepare handler to our parent handler.
+ * - No freeze signal is sent while a thread is inside it: the thread may be
+ *   waiting there for an arena lock that a thread parked inside malloc()
+ *   holds, with the freeze signal blocked, and the freeze would wait for it
+ *   forever. A freeze first raises "freezing", which keeps new forks out at
+ *   the prepare handler (a safe point: no libc lock is held yet, and the
+ *   freeze signal parks the thread there), then waits for the window to drain.
+ *
+ * Application atfork handlers registered later run outside the window (their
+ * prepare handlers before ours, their parent handlers after); libc's locks
+ * and those of handlers registered before the runtime started are covered.
  */
 static __thread sigset_t fork_saved_mask;
 
@@ -82,19 +95,51 @@ static void freeze_signal_mask(int how, sigset_t *old)
 	pthread_sigmask(how, &freeze, old);
 }
 
+static void leave_fork_window(void)
+{
+	if (atomic_fetch_sub(&fz.in_fork, 1) == 1)
+		sigmig_futex_wake(&fz.in_fork);
+}
+
+/*
+ * Entering the window and raising "freezing" are both sequentially
+ * consistent, and each side checks the other after its own store: either
+ * the freeze sees this thread inside, or this thread sees the freeze.
+ */
 static void fork_prepare(void)
 {
+	uint32_t freezing;
+
+	for (;;) {
+		atomic_fetch_add(&fz.in_fork, 1);
+		freezing = atomic_load(&fz.freezing);
+		if (!freezing)
+			break;
+		leave_fork_window();
+		sigmig_futex_wait(&fz.freezing, freezing, -1);
+	}
 	freeze_signal_mask(SIG_BLOCK, &fork_saved_mask);
 }
 
-static void fork_done(void)
+/* The locks are free again: leave first, so that a freeze can go on. */
+static void fork_parent(void)
 {
+	leave_fork_window();
+	pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
+}
+
+/* The child is a process of its own with one thread, outside any freeze. */
+static void fork_child(void)
+{
+	atomic_store(&fz.in_fork, 0);
+	atomic_store(&fz.freezing, 0);
+	atomic_store(&fz.nparked, 0);
 	pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
 }
 
 static void register_fork_handlers(void)
 {
-	pthread_atfork(fork_prepare, fork_done, fork_done);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 int sigmig_freeze_install(void)
@@ -116,20 +161,68 @@ void sigmig_freeze_signal_unblock(void)
 	freeze_signal_mask(SIG_UNBLOCK, NULL);
 }
 
-/* Wait until nparked == @want, at most @timeout_ms. */
-static int wait_parked(uint32_t want, int timeout_ms)
+/* Wait until *@word == @want, until @deadline. */
+static int wait_word(_Atomic uint32_t *word, uint32_t want, uint64_t deadline)
 {
-	uint64_t deadline = sigmig_deadline(timeout_ms);
 	uint32_t v;
 	int left;
 
-	while ((v = atomic_load(&fz.nparked)) != want) {
+	while ((v = atomic_load(word)) != want) {
 		left = sigmig_ms_left(deadline);
 		if (!left)
 			return -ETIMEDOUT;
-		sigmig_futex_wait(&fz.nparked, v, left);
+		sigmig_futex_wait(word, v, left);
 	}
 	return 0;
+}
+
+static int wait_parked(uint32_t want, int timeout_ms)
+{
+	return wait_word(&fz.nparked, want, sigmig_deadline(timeout_ms));
+}
+
+/* A /proc file of a thread of ours into @buf (no malloc: threads are parked). */
+static ssize_t read_task_file(pid_t tid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/*
+ * " State:S SigPnd:... SigBlk:... wchan:..." of a thread that did not park:
+ * a blocked, pending freeze signal or where it sleeps tells why.
+ */
+static size_t describe_task(pid_t tid, char *out, size_t len)
+{
+	static const char *const keys[] = { "State:", "SigPnd:", "SigBlk:" };
+	char buf[2048], *p;
+	size_t off = 0;
+	unsigned int k;
+
+	if (read_task_file(tid, "status", buf, sizeof(buf)) <= 0)
+		return 0;
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]) && off < len; k++) {
+		p = strstr(buf, keys[k]);
+		if (!p)
+			continue;
+		p += strlen(keys[k]);
+		p += strspn(p, " \t");
+		off += (size_t)snprintf(out + off, len - off, " %s%.*s", keys[k],
+					(int)strcspn(p, " \n("), p);
+	}
+	if (off < len && read_task_file(tid, "wchan", buf, sizeof(buf)) > 0)
+		off += (size_t)snprintf(out + off, len - off, " wchan:%s", buf);
+	return off < len ? off : len;
 }
 
 static void describe_unparked(char *err, size_t errlen)
@@ -142,9 +235,13 @@ static void describe_unparked(char *err, size_t errlen)
 	for (i = 0; i < sigmig_nthreads() && off < errlen; i++) {
 		struct rt_thread *t = sigmig_thread(i);
 
-		if (atomic_load(&t->registered) && !atomic_load(&t->parked))
-			off += (size_t)snprintf(err + off, errlen - off, " %u(tid %d)",
-						i, t->tid);
+		if (!atomic_load(&t->registered) || atomic_load(&t->parked))
+			continue;
+		off += (size_t)snprintf(err + off, errlen - off, " %u(tid %d", i, t->tid);
+		if (off < errlen)
+			off += describe_task(t->tid, err + off, errlen - off);
+		if (off < errlen)
+			off += (size_t)snprintf(err + off, errlen - off, ")");
 	}
 }
 
@@ -159,6 +256,7 @@ int sigmig_thaw(void)
 	int left;
 
 	atomic_store(&fz.freezing, 0);
+	sigmig_futex_wake(&fz.freezing);
 	for (;;) {
 		for (i = 0; i < sigmig_nthreads(); i++) {
 			struct rt_thread *t = sigmig_thread(i);
@@ -203,13 +301,18 @@ static int signal_threads(char *err, size_t errlen)
 
 int sigmig_freeze(uint64_t *ns, char *err, size_t errlen)
 {
-	uint64_t start = sigmig_now_ns();
+	uint64_t start = sigmig_now_ns(), deadline = sigmig_deadline(FREEZE_TIMEOUT_MS);
 	int ret;
 
 	atomic_store(&fz.freezing, 1);
-	ret = signal_threads(err, errlen);
+	ret = wait_word(&fz.in_fork, 0, deadline);
+	if (ret)
+		snprintf(err, errlen, "%u thread(s) still inside fork() after %d ms",
+			 atomic_load(&fz.in_fork), FREEZE_TIMEOUT_MS);
+	if (!ret)
+		ret = signal_threads(err, errlen);
 	if (!ret) {
-		ret = wait_parked(sigmig_count_registered(), FREEZE_TIMEOUT_MS);
+		ret = wait_word(&fz.nparked, sigmig_count_registered(), deadline);
 		if (ret)
 			describe_unparked(err, errlen);
 	}

@@ -93,7 +93,7 @@ static void json_escape(char *out, size_t outlen, const char *in)
 
 static void reply_error(int fd, const char *code, const char *message)
 {
-	char esc[512], line[700];
+	char esc[1200], line[1400];
 
 	json_escape(esc, sizeof(esc), message);
 	snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\",\"message\":\"%s\"}\n",
@@ -177,7 +177,7 @@ static void do_status(int fd, enum rt_state state)
 
 static int freeze_process(int fd, uint64_t *ns)
 {
-	char err[300];
+	char err[1024];
 	int ret;
 
 	ret = sigmig_freeze(ns, err, sizeof(err));

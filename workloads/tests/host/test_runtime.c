@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <sigmig/ctl.h>
 #include <sigmig/runtime.h>
@@ -407,6 +408,118 @@ static void test_commit(void)
 	unlink(errf);
 }
 
+/*
+ * A freeze while a thread is inside fork()'s lock window, waiting for a lock
+ * that another registered thread holds: the holder must not be parked with
+ * it (the forking thread, its freeze signal blocked, would then never park).
+ * The lock is taken by an atfork prepare handler registered before the
+ * runtime, so inside the window, as libc takes its malloc arena locks.
+ */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int window_holder_ready, forker_in_window;
+static _Atomic pid_t forker_tid;
+
+static void window_prepare(void)
+{
+	if ((pid_t)syscall(SYS_gettid) != forker_tid)
+		return;
+	forker_in_window = 1;
+	pthread_mutex_lock(&window_lock);
+}
+
+static void window_parent(void)
+{
+	if ((pid_t)syscall(SYS_gettid) == forker_tid)
+		pthread_mutex_unlock(&window_lock);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void *window_holder(void *arg)
+{
+	(void)arg;
+	if (sigmig_thread_register(0))
+		return NULL;
+	pthread_mutex_lock(&window_lock);
+	window_holder_ready = 1;
+	sleep_ms(300);
+	pthread_mutex_unlock(&window_lock);
+	while (!stop)
+		sleep_ms(1);
+	return NULL;
+}
+
+static void *window_forker(void *arg)
+{
+	pid_t child;
+
+	(void)arg;
+	if (sigmig_thread_register(1))
+		return NULL;
+	while (!window_holder_ready)
+		sleep_ms(1);
+	forker_tid = (pid_t)syscall(SYS_gettid);
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	while (!stop)
+		sleep_ms(1);
+	return NULL;
+}
+
+/* In a child: 0 if FREEZE and THAW both answer ok, else what failed. */
+static int freezing_forker_child(const char *path, int unused)
+{
+	struct sigmig_runtime_opts o = { .ctl_path = path, .program = "fork-window",
+					 .nthreads = 2 };
+	char why[256];
+	pthread_t th[2];
+	int ret = 0;
+
+	(void)unused;
+	pthread_atfork(window_prepare, window_parent, NULL);
+	if (sigmig_runtime_start(&o, why, sizeof(why)))
+		return 10;
+	pthread_create(&th[0], NULL, window_holder, NULL);
+	pthread_create(&th[1], NULL, window_forker, NULL);
+	while (!forker_in_window)
+		sleep_ms(1);
+	sleep_ms(20);
+	if (!answers(path, "FREEZE", "\"freeze_ns\":", 0))
+		ret = 1;
+	else if (!answers(path, "THAW", "\"ok\":true", 0))
+		ret = 2;
+	stop = 1;
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	sigmig_runtime_stop();
+	fflush(stdout);
+	return ret;
+}
+
+static void test_freeze_during_fork(void)
+{
+	char path[108], err[512];
+	uint64_t start = (uint64_t)time(NULL);
+	int rc;
+
+	snprintf(path, sizeof(path), "/tmp/sigmig-test-fork-%d.sock", getpid());
+	rc = in_child(freezing_forker_child, path, 0, err, sizeof(err));
+	if (!ok(rc == 0, "FREEZE while a thread waits inside fork() for a registered thread's "
+		"lock: answered ok (child rc=%d, %llus)", rc,
+		(unsigned long long)((uint64_t)time(NULL) - start)))
+		diag_lines(err);
+	unlink(path);
+}
+
 int main(void)
 {
 	snprintf(sock, sizeof(sock), "/tmp/sigmig-test-%d/ctl.sock", getpid());
@@ -415,6 +528,7 @@ int main(void)
 	test_restore_refusals();
 	test_failing_restore();
 	test_commit();
+	test_freeze_during_fork();
 	test_protocol();
 	return tap_done();
 }

@@ -84,6 +84,15 @@ install_busybox() {
 	done
 }
 
+# CRIU moves programs that do not link the runtime; its libraries come with
+# the other dynamic dependencies.
+install_checkpointer() {
+	local criu=/usr/sbin/criu
+	[ -x "$criu" ] || die "$criu is missing: 'make deps' installs Debian's criu"
+	cp "$criu" "$ROOT/usr/sbin/criu"
+	mkdir -p "$ROOT/var/lib/criu"
+}
+
 install_sigmig_files() {
 	install -m 0755 "$REPO/orchestrate/guest/init" "$ROOT/init"
 	install -m 0755 "$REPO/orchestrate/guest/run-tests" "$ROOT/sigmig/bin/run-tests"
@@ -193,6 +202,7 @@ main() {
 	say "assembling $ROOT"
 	make_skeleton
 	install_busybox
+	install_checkpointer
 	install_sigmig_files
 	install_components
 	for dir in "${overlays[@]}"; do

@@ -56,6 +56,7 @@ parse_args() {
 
 fragments() {
 	echo "$CONFIG_DIR/guest.config"
+	echo "$CONFIG_DIR/checkpoint.config"
 	if [ "$flavor" = debug ] && [ -f "$CONFIG_DIR/debug.config" ]; then
 		echo "$CONFIG_DIR/debug.config"
 	fi

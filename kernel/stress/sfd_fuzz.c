@@ -202,6 +202,8 @@ static void fuzz_signalfd4(uint64_t *rs)
 		expect = EFAULT;
 	else if (flags & ~KNOWN_FLAGS)
 		expect = EINVAL;
+	else if ((flags & SFD_PRIVATE) && (flags & SFD_GROUP))
+		expect = EINVAL;
 	else if (fd == -1)
 		expect = 0;
 	else if (fd < 0 || fd == 999)

@@ -1228,7 +1228,7 @@ static void setup(void)
 	fd_group = open_sfd(&mask_all, SFD_RAW | SFD_GROUP);
 	fd_private = open_sfd(&mask_all, SFD_RAW | SFD_PRIVATE);
 	fd_both = open_sfd(&mask_all, SFD_RAW);
-	fd_classic_deq = open_sfd(&mask_all, SFD_GROUP | SFD_PRIVATE);
+	fd_classic_deq = open_sfd(&mask_all, 0);
 	fd_final_peek = open_sfd(&mask_all, SFD_RAW | SFD_PRIVATE);
 	fd_final_group = open_sfd(&mask_all, SFD_RAW | SFD_GROUP);
 }

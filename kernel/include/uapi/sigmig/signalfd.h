@@ -23,8 +23,17 @@
 /*
  * pread() at one of these offsets plus n returns the n-th pending signal
  * of that queue and the ones after it, without dequeuing them.
+ *
+ * A 32-bit off_t (32-bit userspace built without _FILE_OFFSET_BITS=64)
+ * would cut the shared offset down to a per-thread one, or to 0, which
+ * dequeues: there SFD_SHARED_QUEUE_OFFSET does not compile.
  */
 #define SFD_PER_THREAD_QUEUE_OFFSET	1
+#if defined(__KERNEL__) || __SIZEOF_LONG__ > 4
 #define SFD_SHARED_QUEUE_OFFSET		(1LL << 62)
+#else
+#define SFD_SHARED_QUEUE_OFFSET \
+	((1LL << 62) + 0 * (long long)sizeof(char[sizeof(off_t) == 8 ? 1 : -1]))
+#endif
 
 #endif /* SIGMIG_UAPI_SIGNALFD_H */

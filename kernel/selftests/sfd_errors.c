@@ -15,10 +15,10 @@
 #define SHARED	SFD_SHARED_QUEUE_OFFSET
 #define PRIV	SFD_PER_THREAD_QUEUE_OFFSET
 
+/* Every valid mode: SFD_PRIVATE and SFD_GROUP exclude each other. */
 static const int mode_flags[] = {
-	0, SFD_RAW, SFD_GROUP, SFD_PRIVATE, SFD_GROUP | SFD_PRIVATE,
+	0, SFD_RAW, SFD_GROUP, SFD_PRIVATE,
 	SFD_RAW | SFD_GROUP, SFD_RAW | SFD_PRIVATE,
-	SFD_RAW | SFD_GROUP | SFD_PRIVATE,
 };
 
 /* The syscall itself: glibc's annotations reject deliberately bad buffers. */
@@ -105,6 +105,31 @@ TEST_F(errors, unknown_flags_einval)
 		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i]), "flags %#x", bad[i]);
 		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i] | SFD_RAW), "flags SFD_RAW|%#x", bad[i]);
 		EXPECT_ERRNO(EINVAL, sys_signalfd4(self->fd, NULL, 0, bad[i] | SFD_RAW), "existing fd, flags SFD_RAW|%#x", bad[i]);
+	}
+}
+
+/*
+ * Neither flag already means both queues; the pair is refused so that it
+ * stays free, on a new fd and on an existing one alike.
+ */
+TEST_F(errors, private_and_group_together_einval)
+{
+	const int both = SFD_PRIVATE | SFD_GROUP;
+	unsigned int i;
+	sigset_t m;
+
+	rtmin_mask(&m);
+	EXPECT_ERRNO(EINVAL, open_rtmin(both));
+	EXPECT_ERRNO(EINVAL, open_rtmin(both | SFD_RAW));
+	EXPECT_ERRNO(EINVAL, open_rtmin(both | SFD_RAW | SFD_NONBLOCK | SFD_CLOEXEC));
+	for (i = 0; i < ARRAY_SIZE(mode_flags); i++) {
+		int fd = open_rtmin(mode_flags[i]);
+
+		ASSERT_LE(0, fd);
+		EXPECT_ERRNO(EINVAL, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE,
+						   both | (mode_flags[i] & SFD_RAW)),
+			     "existing fd created with %#x", mode_flags[i]);
+		close(fd);
 	}
 }
 
@@ -356,21 +381,31 @@ TEST_F(errors, read_efault_nothing_lost_classic)
 	close(classic);
 }
 
-/* O_DIRECT is SFD_RAW's bit: F_SETFL must not switch the record format. */
+/*
+ * O_DIRECT is SFD_RAW's bit: F_SETFL must not switch the record format.
+ * The mode is not in f_flags, so F_GETFL never shows it; F_SETFL refuses
+ * O_DIRECT (no direct I/O on an anonymous inode), ignores O_DIRECTORY and
+ * O_EXCL, and clearing O_DIRECT from a raw fd changes nothing.
+ */
 TEST_F(errors, fcntl_cannot_toggle_mode)
 {
 	const struct signalfd_siginfo *ssi = (const void *)self->buf;
 	const siginfo_t *si = (const void *)self->buf;
 	int classic = open_rtmin(SFD_NONBLOCK);
-	int fl;
+	int fl, raw_fl;
 
 	ASSERT_LE(0, classic);
 	fl = fcntl(classic, F_GETFL);
 	ASSERT_LE(0, fl);
-	fcntl(classic, F_SETFL, fl | O_DIRECT | O_DIRECTORY | O_EXCL);
-	fl = fcntl(self->fd, F_GETFL);
-	ASSERT_LE(0, fl);
-	fcntl(self->fd, F_SETFL, fl & ~O_DIRECT);
+	raw_fl = fcntl(self->fd, F_GETFL);
+	ASSERT_LE(0, raw_fl);
+	EXPECT_EQ(0, raw_fl & (O_DIRECT | O_DIRECTORY | O_EXCL))
+		TH_LOG("F_GETFL of an SFD_RAW fd: %#o", raw_fl);
+	EXPECT_ERRNO(EINVAL, fcntl(classic, F_SETFL, fl | O_DIRECT));
+	EXPECT_EQ(0, fcntl(classic, F_SETFL, fl | O_DIRECTORY | O_EXCL));
+	EXPECT_EQ(fl, fcntl(classic, F_GETFL));
+	EXPECT_EQ(0, fcntl(self->fd, F_SETFL, raw_fl & ~O_DIRECT));
+	EXPECT_EQ(raw_fl, fcntl(self->fd, F_GETFL));
 
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 0x77));
 	ASSERT_EQ(SI_MAX_SIZE, pread(classic, self->buf, SI_MAX_SIZE, SHARED));

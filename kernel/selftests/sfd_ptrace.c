@@ -44,6 +44,7 @@ struct tracee_shm {
 	struct peeked thread_before;	/* the same, seen by the second thread */
 	struct peeked thread_after;
 	pid_t thread_tid;
+	int timer_id[3];	/* kernel ids: shared, leader's, thread's timer */
 	int thread_state;	/* 1 filled and peeked, -1 failed */
 	char error[128];
 };
@@ -65,7 +66,7 @@ static int start_timer(int sig, int thread_directed, timer_t *t)
 	return wait_pending(sig, 5000) ? 0 : -1;
 }
 
-static int fill_queues(void)
+static int fill_queues(struct tracee_shm *shm)
 {
 	struct timespec overrun = { 0, 20000000 };
 	timer_t tsh, tth;
@@ -75,6 +76,9 @@ static int fill_queues(void)
 	if (start_timer(SIG_TIMER_SH, 0, &tsh) ||
 	    start_timer(SIG_TIMER_TH, 1, &tth))
 		return -1;
+	/* glibc's timer_t of a signal-notifying timer is the kernel's id */
+	shm->timer_id[0] = (int)(intptr_t)tsh;
+	shm->timer_id[1] = (int)(intptr_t)tth;
 	/* Periodic timers keep expiring while their signal is queued. */
 	nanosleep(&overrun, NULL);
 	if (kill(getpid(), SIGUSR1) || sys_tgkill(getpid(), sys_gettid(), SIGUSR2))
@@ -130,6 +134,7 @@ static void *second_thread_main(void *arg)
 
 	shm->thread_tid = sys_gettid();
 	ok &= !start_timer(SIG_TIMER_T2, 1, &t);
+	shm->timer_id[2] = (int)(intptr_t)t;
 	ok &= !sys_tgkill(getpid(), sys_gettid(), SIGUSR1);
 	si_init(&si, SIGILL, ILL_ILLOPN);
 	si.si_addr = (void *)(uintptr_t)0x111000;
@@ -155,7 +160,7 @@ static void tracee(struct tracee_shm *shm, int ready_fd, int go_fd)
 
 	block_test_signals(SIG_BLOCK);
 	flush_all_signals();
-	if (raise_sigpending(4096) || fill_queues()) {
+	if (raise_sigpending(4096) || fill_queues(shm)) {
 		snprintf(shm->error, sizeof(shm->error), "fill: %s", strerror(errno));
 		_exit(1);
 	}
@@ -325,6 +330,74 @@ static void compare_queue(struct __test_metadata *_metadata,
 {
 	compare_queue_of(_metadata, self, self->pid, &self->shm->before, shared,
 			 expect_n, timer_sig);
+}
+
+/*
+ * What a queue must hold, built from what the tracee sent rather than read
+ * back through either interface, so that a fault both readers share (a
+ * leaked si_sys_private, a wrong overrun) cannot pass for agreement: the
+ * timer's record as it queued it (overrun 0, no cookie), one legacy
+ * signal, one fault and @nrt SI_QUEUE records with values @base + i.
+ */
+static ssize_t expected_queue(unsigned char *buf, pid_t pid, int timer_sig,
+			      int timer_id, int sig, int code, int fault_sig,
+			      int fault_code, uintptr_t addr, int rt_sig,
+			      int nrt, int base)
+{
+	siginfo_t *si = (siginfo_t *)buf;
+	int i;
+
+	si_init(si, timer_sig, SI_TIMER);
+	si->si_timerid = timer_id;
+	si->si_overrun = 0;
+	si->si_value.sival_int = timer_sig;
+	si_init(++si, sig, code);
+	si->si_pid = pid;
+	si->si_uid = getuid();
+	si_init(++si, fault_sig, fault_code);
+	si->si_addr = (void *)addr;
+	for (i = 0; i < nrt; i++) {
+		si_init(++si, rt_sig, SI_QUEUE);
+		si->si_pid = pid;
+		si->si_uid = getuid();
+		si->si_value.sival_int = base + i;
+	}
+	return 3 + nrt;
+}
+
+static void expect_queue(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(ptrace) *self, pid_t tid, int shared,
+			 const unsigned char *exp, ssize_t nexp,
+			 const struct peeked *p)
+{
+	ssize_t n;
+
+	ASSERT_EQ(nexp, p->n[shared]);
+	EXPECT_EQ(0, records_equal(exp, p->rec[shared], nexp, "expected vs pread"));
+	n = ptrace_peek_all(tid, shared, self->buf, MAXREC, PTRACE_BATCH);
+	ASSERT_EQ(nexp, n) TH_LOG("PTRACE_PEEKSIGINFO: %s", strerror(errno));
+	EXPECT_EQ(0, records_equal(exp, self->buf, n, "expected vs ptrace"));
+}
+
+TEST_F(ptrace, queues_hold_what_was_sent)
+{
+	static unsigned char exp[MAXREC * SI_MAX_SIZE];
+	const struct tracee_shm *shm = self->shm;
+	ssize_t n;
+
+	n = expected_queue(exp, self->pid, SIG_TIMER_TH, shm->timer_id[1],
+			   SIGUSR2, SI_TKILL, SIGBUS, BUS_ADRERR, 0xdef000,
+			   SIG_PRIV_RT, NPRIV_RT, 0);
+	expect_queue(_metadata, self, self->pid, 0, exp, n, &shm->before);
+	n = expected_queue(exp, self->pid, SIG_TIMER_SH, shm->timer_id[0],
+			   SIGUSR1, SI_USER, SIGSEGV, SEGV_ACCERR, 0xabc000,
+			   SIG_SHARED_RT, NSHARED_RT, 0);
+	expect_queue(_metadata, self, self->pid, 1, exp, n, &shm->before);
+	n = expected_queue(exp, self->pid, SIG_TIMER_T2, shm->timer_id[2],
+			   SIGUSR1, SI_TKILL, SIGILL, ILL_ILLOPN, 0x111000,
+			   SIG_PRIV_RT, NTHREAD_RT, 1000);
+	expect_queue(_metadata, self, shm->thread_tid, 0, exp, n,
+		     &shm->thread_before);
 }
 
 /* Timer, tgkill, SIGBUS fault and the RT signals. */

@@ -461,11 +461,12 @@ static void run_per_thread(void)
 }
 
 /*
- * Patch 7 leaves a resume hint (entry, index, mask) where a walk stopped.
- * The walk reads the fd's mask afresh at every batch, so a signalfd4()
- * mask change between two batches makes it count part of the queue under
- * one mask and part under the other, and the hint it leaves carries the
- * new mask with an index that is not the entry's index under that mask.
+ * A walk leaves a resume hint (entry, index, mask) where it stopped ("signal:
+ * let a queue peek resume where the previous one stopped"). The walk takes
+ * one copy of the fd's mask when it starts; were it to read the mask
+ * again between batches, a signalfd4() mask change there would make it
+ * count part of the queue under one mask and part under the other, and
+ * leave a hint with the new mask and an index counted under the old one.
  * Queue Y0 X0 Y1 X1 ... Y99 X99, fd mask {X, Y}, a pread of 100 records
  * blocked after its first batch; mask changed to {X}; then a pread at
  * X-index 100 (one past the last X) must return nothing.
@@ -522,18 +523,51 @@ static void run_mask_change(void)
 		   why ? ": " : "", why ? why : "");
 }
 
+/* The user's queued-signal count, SigQ in /proc/self/status; -1 if unknown. */
+static long sigq_now(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (n < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigQ:\t%ld/", &n) != 1)
+			n = -1;
+	fclose(f);
+	return n;
+}
+
+/* SigQ once it is back at @base, bounded by about 2 s; the last value seen. */
+static long sigq_settle(long base)
+{
+	long n = sigq_now();
+	int i;
+
+	for (i = 0; i < 100 && n != base; i++) {
+		usleep(20000);
+		n = sigq_now();
+	}
+	return n;
+}
+
 /*
  * The reader is killed while it holds the pin (and the entry it pins was
- * dequeued): the exit path must unpin and free it exactly once.
+ * dequeued): the exit path must unpin and free it exactly once, which
+ * shows as the user's SigQ back at its count from before the child (a
+ * leak leaves it higher, a double free lower).
  */
 static void run_killed(void)
 {
 	int p[2], status = 0;
+	long base, after = -1;
 	pid_t child;
 	char c = 0;
 
-	if (pipe(p)) {
-		tap_result(0, "killed reader: pipe");
+	base = sigq_now();
+	if (base < 0 || pipe(p)) {
+		tap_result(0, "killed reader: pipe or SigQ");
 		return;
 	}
 	child = fork();
@@ -560,6 +594,10 @@ static void run_killed(void)
 	close(p[0]);
 	tap_result(c == 1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		   "reader killed while it pins a dequeued timer entry (status %#x)", status);
+	if (c == 1)
+		after = sigq_settle(base);
+	tap_result(c == 1 && after == base,
+		   "killed reader: SigQ back at its baseline (%ld, now %ld)", base, after);
 }
 
 int main(void)
@@ -583,7 +621,7 @@ int main(void)
 	S_FILL = SIGRTMIN + 2;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	tap_plan(n + 3);
+	tap_plan(n + 4);
 	for (i = 0; i < n; i++)
 		run_scenario(&scenarios[i]);
 	run_per_thread();

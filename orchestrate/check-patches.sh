@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Host-side checks of kernel/patches/series, as TAP: every patch must be
-# scripts/checkpatch.pl --strict clean (the tree's own checkpatch) and the
-# series must apply in order, without fuzz, to the pristine linux-source-6.1.
+# scripts/checkpatch.pl --strict clean (the tree's own checkpatch), the
+# series must apply in order, without fuzz, to the pristine linux-source-6.1,
+# and every C file a patch touches must be scripts/kernel-doc -none clean
+# once it is applied.
 # Patches are applied to a throw-away index, so the shared tree is untouched.
 set -euo pipefail
 
@@ -15,8 +17,9 @@ n=0 failed=0
 usage_text() {
 	cat <<'EOF'
 Usage: check-patches.sh
-  TAP on stdout: checkpatch --strict and git apply (in series order, no
-  fuzz) of every patch in kernel/patches/series.
+  TAP on stdout: checkpatch --strict, git apply (in series order, no
+  fuzz) and kernel-doc -none on the files it touches, for every patch in
+  kernel/patches/series.
 EOF
 }
 
@@ -35,6 +38,19 @@ tap() {
 tap_output() {
 	[ "$1" = 0 ] || printf '%s\n' "$3" | sed 's/^/# /'
 	tap "$1" "$2"
+}
+
+# kernel_doc TREE PATCH: kernel-doc -none warnings of every .c/.h file PATCH
+# touches, as the index holds it after PATCH (empty output: clean).
+kernel_doc() {
+	local tree=$1 patch=$2 f tmp
+	tmp=$(mktemp -d)
+	while read -r f; do
+		mkdir -p "$tmp/$(dirname "$f")"
+		GIT_INDEX_FILE="$INDEX" git -C "$tree" show ":$f" >"$tmp/$f" 2>/dev/null || continue
+		(cd "$tmp" && "$tree/scripts/kernel-doc" -none "$f" 2>&1)
+	done < <(sed -n 's|^diff --git a/\([^ ]*\.[ch]\) b/.*|\1|p' "$patch" | sort -u)
+	rm -rf "$tmp"
 }
 
 main() {
@@ -68,6 +84,11 @@ main() {
 		status=0
 		out=$(GIT_INDEX_FILE="$INDEX" git -C "$tree" apply --cached "$PATCH_DIR/$p" 2>&1) || status=$?
 		tap_output "$status" "git apply (no fuzz, in series order) $p" "$out"
+		[ "$status" = 0 ] || continue
+		out=$(kernel_doc "$tree" "$PATCH_DIR/$p")
+		status=0
+		[ -z "$out" ] || status=1
+		tap_output "$status" "kernel-doc -none on the files $p touches" "$out"
 	done
 	echo "1..$n"
 	[ "$failed" = 0 ]

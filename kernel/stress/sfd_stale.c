@@ -539,14 +539,32 @@ static long sigq_now(void)
 	return n;
 }
 
+/*
+ * Every signal is blocked here, so a child's death leaves a SIGCHLD queued
+ * (and counted in SigQ): take it before counting.
+ */
+static void take_sigchld(void)
+{
+	const struct timespec zero = { 0, 0 };
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	while (sigtimedwait(&chld, NULL, &zero) > 0)
+		;
+}
+
 /* SigQ once it is back at @base, bounded by about 2 s; the last value seen. */
 static long sigq_settle(long base)
 {
-	long n = sigq_now();
+	long n;
 	int i;
 
+	take_sigchld();
+	n = sigq_now();
 	for (i = 0; i < 100 && n != base; i++) {
 		usleep(20000);
+		take_sigchld();
 		n = sigq_now();
 	}
 	return n;
@@ -565,6 +583,7 @@ static void run_killed(void)
 	pid_t child;
 	char c = 0;
 
+	take_sigchld();
 	base = sigq_now();
 	if (base < 0 || pipe(p)) {
 		tap_result(0, "killed reader: pipe or SigQ");

@@ -31,6 +31,12 @@ Usage: migrate.sh [options]
   --settle S          wait S seconds before looking at the copy on B (default 0)
   --rt-only           pile up real-time signals only (each one queues: pending = sent)
   --after N           signals sent to the moved process on the destination (default 1000)
+  --live-senders R    two more senders on the source, R sends/s each, every send
+                      kind, standard and real-time signals, started before the
+                      freeze and sending through the move without a pause (to
+                      the original's pid: ESRCH once it is gone); the queues are
+                      then not compared with the snapshot (it is not the image)
+  --live-seconds S    how long the live senders send (default 20)
   --expect ok|rollback   rollback: a fault is injected, the original must stay
                       on the source (default ok)
   --fault TEXT        describes the injected fault in the result
@@ -60,7 +66,7 @@ target=${SIGMIG_B_LINK_URL:-}
 token=${SIGMIG_TOKEN:-}
 token_to=${SIGMIG_TOKEN_TO:-}
 threads=4 signals=4000 after=1000 expect=ok fault="" migrate_timeout_ms=""
-out="" snapshot_limit=100000 rt_only=0 settle=0 resume_target=false
+out="" snapshot_limit=100000 rt_only=0 settle=0 resume_target=false live_rate=0 live_seconds=20
 BEFORE_HOOK=() DURING_HOOK=() HOOK=() HOOK_WORDS=0
 
 # hook_words ARGS...: the words after --before/--during-migrate up to ';'
@@ -99,6 +105,8 @@ parse_args() {
 		--signals) signals=${2:?}; shift 2 ;;
 		--after) after=${2:?}; shift 2 ;;
 		--rt-only) rt_only=1; shift ;;
+		--live-senders) live_rate=${2:?}; shift 2 ;;
+		--live-seconds) live_seconds=${2:?}; shift 2 ;;
 		--settle) settle=${2:?}; shift 2 ;;
 		--expect) expect=${2:?}; shift 2 ;;
 		--fault) fault=${2?}; shift 2 ;;
@@ -125,6 +133,8 @@ parse_args() {
 	[[ $signals =~ ^[1-9][0-9]*$ ]] || die "--signals: a positive number"
 	[[ $after =~ ^[0-9]+$ ]] || die "--after: a number"
 	[[ $snapshot_limit =~ ^[0-9]+$ ]] || die "--snapshot-limit: a number"
+	[[ $live_rate =~ ^[0-9]+$ ]] || die "--live-senders: a number of sends per second"
+	[[ $live_seconds =~ ^[1-9][0-9]*$ ]] || die "--live-seconds: a positive number"
 	out=${out:-$SIGMIG_REPO/build/migrate/$(date +%Y%m%d-%H%M%S)-$$}
 	mkdir -p "$out"
 	# A reused directory must not lend a failed run the files of an older one.
@@ -136,10 +146,11 @@ main() {
 	need_cmds curl jq make
 	agent_token_file AUTH_A "$token"
 	agent_token_file AUTH_B "$token_to"
-	FAILURES=() SENDERS=() STRAY_B="" HELD=0 EXACT=1 MIGRATED=0 MIGRATE_STATUS="" PID_B=""
+	FAILURES=() SENDERS=() LIVE_SENDERS=() STRAY_B="" HELD=0 EXACT=1 MIGRATED=0 MIGRATE_STATUS="" PID_B=""
 	say "source $from, destination $to (the source streams to $target)"
 	preflight
 	start_on_a
+	start_live_senders
 	pile_up
 	snapshot_before
 	if migrate_call; then
@@ -154,6 +165,7 @@ main() {
 		say "the move failed as expected: $(jq -r '"\(.code): \(.detail)"' "$out/migrate.json" 2>/dev/null)"
 		after_rollback
 	fi
+	wait_live_senders
 	drain_and_collect
 	check_ledger
 	write_result

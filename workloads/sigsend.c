@@ -42,6 +42,7 @@ static struct {
 	const char *pid_file, *log;
 	unsigned long count;
 	long rate;
+	long seconds;		/* --seconds: stop sending after this long */
 	int kinds[K_NKINDS];
 	int rt[MAX_SIGS], nrt, std[MAX_SIGS], nstd;
 	uint64_t seed;
@@ -73,6 +74,15 @@ static void logf_(const char *fmt, ...)
 		perror("sigsend: log");
 		exit(1);
 	}
+}
+
+/* Monotonic: how long a --seconds run has sent, whatever the wall clock does. */
+static long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 static long long now_ns(void)
@@ -241,6 +251,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sigsend (--pid PID | --pid-file FILE) --log PATH [--count N] [--rate PER_SEC]\n"
+		"               [--seconds S]\n"
 		"               [--kinds kill,sigqueue,tgkill,tgsigqueue] [--rt 34,35,..] [--std 1,10,..]\n"
 		"               [--std-percent P] [--seed N] [--paused] [--id N]\n"
 		"  --id N: 0-65535, carried in every payload and logged (default: the pid's\n"
@@ -270,7 +281,7 @@ static void parse(int argc, char **argv)
 		{ "count", 1, 0, 'c' }, { "rate", 1, 0, 'r' }, { "kinds", 1, 0, 'k' },
 		{ "rt", 1, 0, 'R' }, { "std", 1, 0, 'S' }, { "seed", 1, 0, 's' },
 		{ "paused", 0, 0, 'P' }, { "std-percent", 1, 0, 'y' }, { "id", 1, 0, 'i' },
-		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+		{ "seconds", 1, 0, 'T' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
 	char *end;
 	int c;
 
@@ -283,6 +294,7 @@ static void parse(int argc, char **argv)
 		case 'l': opt.log = optarg; break;
 		case 'c': opt.count = strtoul(optarg, NULL, 10); break;
 		case 'r': opt.rate = atol(optarg); break;
+		case 'T': opt.seconds = atol(optarg); break;
 		case 'k': parse_kinds(optarg); break;
 		case 'R': opt.nrt = parse_list(optarg, opt.rt); break;
 		case 'S': opt.nstd = parse_list(optarg, opt.std); break;
@@ -313,6 +325,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_flags = 0 };
 	struct timespec gap;
 	unsigned long seq = 0;
+	long long until;
 
 	parse(argc, argv);
 	log_fd = open(opt.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -338,8 +351,10 @@ int main(int argc, char **argv)
 	gap.tv_nsec = opt.rate > 1 ? 1000000000L / opt.rate : 0;
 	if (opt.paused)
 		wait_resume(seq);
+	until = opt.seconds > 0 ? mono_ns() + opt.seconds * 1000000000ll : 0;
 	/* The payload holds 32 bits of sequence number. */
-	while (!end_req && (!opt.count || seq < opt.count) && seq < SEQ_MAX) {
+	while (!end_req && (!opt.count || seq < opt.count) && seq < SEQ_MAX &&
+	       (!until || mono_ns() < until)) {
 		if (pause_req)
 			wait_resume(seq);
 		if (end_req)

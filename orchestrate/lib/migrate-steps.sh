@@ -41,6 +41,50 @@ run_sender() {	# HOST PID COUNT [RT_ONLY]: waits for it to end
 	wait_exited "$1" "$WL_ID" 900 || die "sigsend $WL_ID on $1 did not finish within 900s"
 }
 
+# A sender that keeps sending for --live-seconds at (at most) --live-senders
+# per second, every kind, standard and real-time signals, thread-directed
+# and process-wide; --seconds is what makes it end by itself (its log stays
+# readable through the API, which a DELETE would not leave).
+live_sender_args() {	# PID ID
+	jq -cn --arg pid "$1" --arg id "$2" --arg rate "$live_rate" \
+		--arg s "$live_seconds" '{program: "sigsend", control: false,
+		args: ["--pid", $pid, "--log", "/proc/self/fd/1", "--seconds", $s, "--rate", $rate,
+		       "--kinds", "kill,sigqueue,tgkill,tgsigqueue", "--std-percent", "30",
+		       "--seed", $id, "--id", $id]}'
+}
+
+# Live senders start a second before the freeze and keep sending through
+# the whole move: what they send after the DUMP is what the commit carries.
+start_live_senders() {
+	local n id
+	[ "$live_rate" -gt 0 ] || return 0
+	EXACT=0	# the snapshot is taken while they send: not the image
+	for n in 1 2; do
+		id=$((${#SENDERS[@]} + 1))
+		start_workload a "$(live_sender_args "$PID_A" "$id")" || die "cannot start live sender $n on A"
+		SENDERS+=("a:$WL_ID")
+		LIVE_SENDERS+=("$WL_ID")
+	done
+	say "${#LIVE_SENDERS[@]} live senders on A, ${live_rate}/s each for ${live_seconds}s, no pause for the move"
+	sleep 1
+}
+
+# They must still be sending when the move ends (else the case proves
+# nothing): each one's last send is logged after the migrate reply.
+wait_live_senders() {
+	local id n=0 late
+	for id in "${LIVE_SENDERS[@]}"; do
+		wait_exited a "$id" $((live_seconds + 120)) || die "live sender $id on A did not end"
+		n=$((n + 1))
+		fetch_file a "$id" log "$out/.live-$n.log" || die "cannot fetch the log of live sender $id"
+		late=$(awk '$1 == "F" && $5 == 3' "$out/.live-$n.log" | wc -l)
+		LIVE_ESRCH=$((${LIVE_ESRCH:-0} + late))
+	done
+	[ "$live_rate" = 0 ] || [ "$MIGRATED" = 0 ] || [ "${LIVE_ESRCH:-0}" -gt 0 ] ||
+		FAILURES+=("the live senders stopped before the original was gone (no ESRCH): they did not send through the move")
+	[ "$live_rate" = 0 ] || say "live senders done; ${LIVE_ESRCH:-0} of their sends after the move failed with ESRCH"
+}
+
 start_on_a() {
 	start_workload a "$(storm_args)" || die "cannot start sigstorm on A"
 	STORM_A=$WL_ID PID_A=$WL_PID

@@ -57,4 +57,16 @@ reply_conforms after.json GET /v1/workloads/w1/signals
 reply_conforms migrate.json POST /v1/workloads/w1/migrate
 reply_conforms workload-b.json GET /v1/workloads/w1
 check_verdict "happy path"
+
+# Senders that do not stop for the move: two on A, every send kind, standard
+# and real-time, from before the freeze until after the original is gone
+# (their sends then fail with ESRCH). What reaches A's queues after the DUMP
+# must reach B with the commit: the verdict counts every successful send.
+run_case live -- --threads 4 --signals 2000 --after 300 --live-senders 1000 --live-seconds 15
+[ "$CASE_RC" = 0 ] && [ -f "$RESULT" ]
+tap $? "live senders: migration A -> B completes (migrate.sh rc=$CASE_RC)"
+esrch=$(result '.ledger_extra.live_esrch')
+[ "${esrch:-0}" -gt 0 ]
+tap $? "live senders: still sending after the original was gone (${esrch:-0} sends failed with ESRCH)"
+check_verdict "live senders through the move"
 tap_done

@@ -37,6 +37,8 @@ enum rt_cmd {
 	CMD_GO,		/* restore: take the image's mask and run */
 	CMD_RELEASE,	/* restore: a held restorer thread may go on */
 	CMD_ABORT,	/* restore: failed, return -ECANCELED, never run */
+	CMD_REQUEUE_DELTA,	/* held: requeue a commit delta's private queue */
+	CMD_REQUEUE_SHARED,	/* held, the main thread: a delta's shared queue */
 };
 
 #define CMD_BIT(cmd)	(1u << (cmd))
@@ -51,7 +53,9 @@ struct rt_thread {
 	int result;			/* 0 or -errno of the last command */
 	char err[160];			/* why, when result is not 0 */
 	struct rawbuf peek;		/* its private queue, as last peeked */
+	struct rawbuf dumped;		/* its private queue, as the last DUMP took it */
 	const struct sigmig_thread *image;	/* restore: its part of the image */
+	const struct sigmig_thread *delta;	/* held: its part of a commit delta */
 };
 
 /* Once, before any thread registers. -EALREADY, -ENOMEM. */

@@ -20,7 +20,7 @@
 #include <sigmig/ctl.h>
 #include "util.h"
 
-#define VERB_MAX		30
+#define VERB_MAX		300
 #define LINE_CHUNK		4096
 #define BUSY_RETRY_MS		5
 

@@ -5,6 +5,7 @@
  * POSIX timers are collected and everything is encoded into an image.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,12 @@
 #include "util.h"
 
 #define PEEK_TIMEOUT_MS 60000
+
+/* The shared queue as the last DUMP took it (each thread keeps its own). */
+static struct {
+	int valid;
+	struct rawbuf shared;
+} dumped;
 
 static int dump_disposition(int sig, struct sigmig_disposition *d, char *err,
 			    size_t errlen)
@@ -202,6 +209,33 @@ static void free_thread_peeks(void)
 		sigmig_rawbuf_free(&sigmig_thread(i)->peek);
 }
 
+void sigmig_dump_forget(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < sigmig_nthreads(); i++)
+		sigmig_rawbuf_free(&sigmig_thread(i)->dumped);
+	sigmig_rawbuf_free(&dumped.shared);
+	dumped.valid = 0;
+}
+
+/* The queues just dumped become what a COMMIT compares the queues with. */
+static void keep_dumped(struct rawbuf *shared)
+{
+	unsigned int i;
+
+	sigmig_dump_forget();
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
+
+		t->dumped = t->peek;
+		memset(&t->peek, 0, sizeof(t->peek));
+	}
+	dumped.shared = *shared;
+	memset(shared, 0, sizeof(*shared));
+	dumped.valid = 1;
+}
+
 static void fill_header(struct sigmig_image *img)
 {
 	struct timespec now;
@@ -232,8 +266,8 @@ static int fill_state(struct sigmig_image *img, char *err, size_t errlen)
 	return ret;
 }
 
-int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, char *err,
-		size_t errlen)
+int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
+		char *err, size_t errlen)
 {
 	struct sigmig_image img;
 	struct rawbuf shared = { 0 };
@@ -253,9 +287,140 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, char *err,
 	ret = sigmig_image_encode(&img, out, len);
 	if (ret)
 		snprintf(err, errlen, "encoding the image: %s", strerror(-ret));
+	else if (keep)
+		keep_dumped(&shared);
 out:
 	free(img.threads);	/* queue entries belong to the peek buffers */
 	free(img.timers);
+	sigmig_rawbuf_free(&shared);
+	free_thread_peeks();
+	return ret;
+}
+
+/* ---- the commit delta ---- */
+
+/*
+ * Equal as a queue entry: the kernel raises the overrun of a queued
+ * SI_TIMER entry in place when its timer fires again, and changes nothing
+ * else in a queued entry.
+ */
+static int same_entry(const uint8_t *a, const uint8_t *b)
+{
+	siginfo_t x, y;
+
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	if (x.si_code == SI_TIMER && y.si_code == SI_TIMER)
+		x.si_overrun = y.si_overrun = 0;
+	return !memcmp(&x, &y, sizeof(x));
+}
+
+/*
+ * Where the arrivals since the DUMP start in @now. While every thread is
+ * parked with all signals blocked nothing dequeues: a queue only grows at
+ * its tail, except that the kernel removes entries in place (a SIGCONT
+ * flushes pending stop signals, a stop signal a pending SIGCONT) and the
+ * arrival that did it is queued behind. So @now is @was less the removed
+ * entries, then the arrivals: match @was in order, what is left is new.
+ */
+static size_t arrivals_start(const struct rawbuf *was, const struct rawbuf *now,
+			     uint64_t *removed)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < was->count && j < now->count; i++)
+		if (same_entry(was->data + i * SI_MAX_SIZE, now->data + j * SI_MAX_SIZE))
+			j++;
+	*removed += was->count - j;
+	return j;
+}
+
+/*
+ * Every timer was dumped and is recreated on the target from the dump's
+ * state: its expiries since are the target's to raise, not ours to carry
+ * (both would count the same period).
+ */
+static uint32_t drop_timer_entries(struct sigmig_siginfo *e, uint32_t count,
+				   uint64_t *timers)
+{
+	uint32_t i, kept = 0;
+	siginfo_t si;
+
+	for (i = 0; i < count; i++) {
+		memcpy(&si, e[i].bytes, sizeof(si));
+		if (si.si_code == SI_TIMER) {
+			(*timers)++;
+			continue;
+		}
+		if (kept != i)
+			e[kept] = e[i];
+		kept++;
+	}
+	return kept;
+}
+
+static void tail_of(const struct rawbuf *was, const struct rawbuf *now,
+		    struct sigmig_queue *q, struct delta_counts *n)
+{
+	size_t from = arrivals_start(was, now, &n->removed);
+
+	q->entries = (struct sigmig_siginfo *)(now->data + from * SI_MAX_SIZE);
+	q->count = drop_timer_entries(q->entries, (uint32_t)(now->count - from), &n->timers);
+}
+
+static int delta_threads(struct sigmig_image *img, struct delta_counts *n)
+{
+	unsigned int i;
+
+	img->threads = calloc(sigmig_nthreads(), sizeof(*img->threads));
+	if (!img->threads)
+		return -ENOMEM;
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
+		struct sigmig_thread *it;
+
+		if (!atomic_load(&t->registered))
+			continue;
+		it = &img->threads[img->nthreads++];
+		it->index = i;
+		it->tid = t->tid;
+		it->blocked = t->blocked;
+		tail_of(&t->dumped, &t->peek, &it->pending, n);
+	}
+	return 0;
+}
+
+int sigmig_dump_delta(uint8_t **out, size_t *len, struct delta_counts *n,
+		      char *err, size_t errlen)
+{
+	struct sigmig_image img;
+	struct rawbuf shared = { 0 };
+	int ret;
+
+	if (!dumped.valid)
+		return -ENODATA;
+	memset(&img, 0, sizeof(img));
+	memset(n, 0, sizeof(*n));
+	/* realtime: the senders' logs are stamped with it */
+	n->read_ns = sigmig_realtime_ns();
+	ret = peek_threads(err, errlen);
+	if (!ret)
+		ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
+	if (!ret) {
+		ret = delta_threads(&img, n);
+		if (ret)
+			snprintf(err, errlen, "out of memory");
+	}
+	if (ret)
+		goto out;
+	fill_header(&img);
+	tail_of(&dumped.shared, &shared, &img.shared, n);
+	n->carried = sigmig_image_pending_total(&img);
+	ret = sigmig_image_encode(&img, out, len);
+	if (ret)
+		snprintf(err, errlen, "encoding the delta: %s", strerror(-ret));
+out:
+	free(img.threads);
 	sigmig_rawbuf_free(&shared);
 	free_thread_peeks();
 	return ret;

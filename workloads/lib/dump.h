@@ -10,8 +10,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Every registered thread must be parked (frozen, or held). */
-int sigmig_dump(uint8_t **img, size_t *len, uint64_t *nsignals, char *err,
-		size_t errlen);
+/*
+ * Every registered thread must be parked (frozen, or held). With @keep the
+ * queues taken are kept for sigmig_dump_delta() (a DUMP; a PEEK, which
+ * only looks, does not replace them).
+ */
+int sigmig_dump(uint8_t **img, size_t *len, uint64_t *nsignals, int keep,
+		char *err, size_t errlen);
+
+/*
+ * A DUMP keeps the queues it took until the next FREEZE or THAW
+ * (sigmig_dump_forget()): COMMIT reads what arrived since.
+ */
+void sigmig_dump_forget(void);
+
+struct delta_counts {
+	uint64_t carried;	/* entries that arrived since the DUMP */
+	uint64_t removed;	/* dumped entries the kernel removed since */
+	uint64_t timers;	/* timer expiries since, left to the target's timers */
+	uint64_t read_ns;	/* CLOCK_REALTIME as the first queue was read */
+};
+
+/*
+ * Every registered thread parked since the DUMP: an image of the entries
+ * each queue gained since (its tail), without dequeuing. -ENODATA when no
+ * DUMP was taken in this freeze.
+ */
+int sigmig_dump_delta(uint8_t **img, size_t *len, struct delta_counts *n,
+		      char *err, size_t errlen);
 
 #endif /* SIGMIG_DUMP_H */

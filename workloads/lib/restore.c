@@ -47,12 +47,14 @@ static struct {
 	struct sigmig_image image;
 	_Atomic int led;		/* the main thread has taken the lead */
 	struct rt_thread *leader_slot;	/* the leader's own slot, or NULL */
-	_Atomic uint32_t hold_release;	/* futex word: THAW of a held copy */
+	struct rt_thread leader_box;	/* held: its mailbox when it has no slot */
+	const struct sigmig_queue *delta_shared;	/* held: for CMD_REQUEUE_SHARED */
 	_Atomic uint32_t outcome;	/* futex word: enum outcome */
 	_Atomic int verified;
 	int error;			/* -errno of the failure */
 	char err[256];			/* its one-line reason */
 	uint64_t requeued, restore_ns;
+	_Atomic uint64_t carried;	/* commit deltas requeued while held */
 } rs;
 
 static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -90,24 +92,35 @@ static long queued_for_user(void)
  * the limit if needed (the hard one too when we hold CAP_SYS_RESOURCE);
  * fail before anything is requeued when that is not possible.
  */
-static int check_sigpending(uint64_t total)
+static int sigpending_room(uint64_t total, char *why, size_t len)
 {
 	struct rlimit rl, want;
 	long queued = queued_for_user();
 	uint64_t need = total + (uint64_t)queued + 16;
 
-	if (getrlimit(RLIMIT_SIGPENDING, &rl))
-		return fail(-errno, "getrlimit(RLIMIT_SIGPENDING): %s", strerror(errno));
+	if (getrlimit(RLIMIT_SIGPENDING, &rl)) {
+		snprintf(why, len, "getrlimit(RLIMIT_SIGPENDING): %s", strerror(errno));
+		return -errno;
+	}
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
 		return 0;
 	want.rlim_cur = need;
 	want.rlim_max = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? need : rl.rlim_max;
-	if (setrlimit(RLIMIT_SIGPENDING, &want))
-		return fail(-EAGAIN, "RLIMIT_SIGPENDING soft %llu hard %llu is below the %llu needed (%llu signals to requeue + %ld queued for this user + 16) and raising it failed: %s: nothing requeued",
-			    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
-			    (unsigned long long)need, (unsigned long long)total, queued,
-			    strerror(errno));
-	return 0;
+	if (!setrlimit(RLIMIT_SIGPENDING, &want))
+		return 0;
+	snprintf(why, len, "RLIMIT_SIGPENDING soft %llu hard %llu is below the %llu needed (%llu signals to requeue + %ld queued for this user + 16) and raising it failed: %s: nothing requeued",
+		 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+		 (unsigned long long)need, (unsigned long long)total, queued,
+		 strerror(errno));
+	return -EAGAIN;
+}
+
+static int check_sigpending(uint64_t total)
+{
+	char why[sizeof(rs.err)];
+	int ret = sigpending_room(total, why, sizeof(why));
+
+	return ret ? fail(ret, "%s", why) : 0;
 }
 
 static int check_fits(const struct sigmig_image *img)
@@ -192,9 +205,8 @@ static const struct sigmig_thread *image_thread(unsigned int index)
 
 /* ---- every restoring thread: the commands it runs for the leader ---- */
 
-static int requeue_private(struct rt_thread *t)
+static int requeue_private(struct rt_thread *t, const struct sigmig_queue *q)
 {
-	const struct sigmig_queue *q = &t->image->pending;
 	pid_t pid = getpid();
 	siginfo_t info;
 	uint32_t i;
@@ -227,7 +239,9 @@ static int run_cmd(struct rt_thread *t, uint32_t cmd)
 {
 	switch (cmd) {
 	case CMD_REQUEUE:
-		return t->image ? requeue_private(t) : 0;
+		return t->image ? requeue_private(t, &t->image->pending) : 0;
+	case CMD_REQUEUE_DELTA:
+		return t->delta ? requeue_private(t, &t->delta->pending) : 0;
 	case CMD_PEEK:
 		return sigmig_peek_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
 	case CMD_GO:
@@ -240,12 +254,47 @@ static int run_cmd(struct rt_thread *t, uint32_t cmd)
 	}
 }
 
-/* The held leader's own thread: PEEK, or RELEASE to go on. */
+static int requeue_shared_queue(const struct sigmig_queue *q, char *err, size_t errlen)
+{
+	pid_t pid = getpid();
+	siginfo_t info;
+	uint32_t i;
+
+	for (i = 0; i < q->count; i++) {
+		memcpy(&info, q->entries[i].bytes, sizeof(info));
+		if (syscall(SYS_rt_sigqueueinfo, pid, info.si_signo, &info)) {
+			snprintf(err, errlen, "rt_sigqueueinfo(signal %d, shared entry %u of %u): %s",
+				 info.si_signo, i, q->count, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The held leader (main thread): PEEK of its own queue when it is an
+ * application thread, a commit delta for its queue or the shared one,
+ * RELEASE to go on.
+ */
 static int run_held(struct rt_thread *t, uint32_t cmd)
 {
-	if (cmd == CMD_PEEK)
-		return run_cmd(t, cmd);
-	return cmd == CMD_RELEASE ? 0 : -EINVAL;
+	switch (cmd) {
+	case CMD_PEEK:
+	case CMD_REQUEUE_DELTA:
+		return t == rs.leader_slot ? run_cmd(t, cmd) : -EINVAL;
+	case CMD_REQUEUE_SHARED:
+		return requeue_shared_queue(rs.delta_shared, t->err, sizeof(t->err));
+	case CMD_RELEASE:
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Where the held leader takes commands: its slot, or its own mailbox. */
+static struct rt_thread *held_box(void)
+{
+	return rs.leader_slot ? rs.leader_slot : &rs.leader_box;
 }
 
 /* ---- the leader ---- */
@@ -382,18 +431,10 @@ static int post_all(uint32_t cmd, const char *what)
 
 static int requeue_shared(void)
 {
-	const struct sigmig_queue *q = &rs.image.shared;
-	pid_t pid = getpid();
-	siginfo_t info;
-	uint32_t i;
+	char err[sizeof(rs.err)];
+	int ret = requeue_shared_queue(&rs.image.shared, err, sizeof(err));
 
-	for (i = 0; i < q->count; i++) {
-		memcpy(&info, q->entries[i].bytes, sizeof(info));
-		if (syscall(SYS_rt_sigqueueinfo, pid, info.si_signo, &info))
-			return fail(-errno, "rt_sigqueueinfo(signal %d, shared entry %u of %u): %s",
-				    info.si_signo, i, q->count, strerror(errno));
-	}
-	return 0;
+	return ret ? fail(ret, "%s", err) : 0;
 }
 
 /* Byte-for-byte comparison of a re-peeked queue with the image. */
@@ -550,13 +591,9 @@ static int resume(enum rt_state from)
  */
 static int hold_then_resume(void)
 {
+	rs.leader_box.tid = getpid();
 	sigmig_transition(RT_RESTORING, RT_HELD);
-	if (rs.leader_slot) {
-		sigmig_serve(rs.leader_slot, run_held, CMD_BIT(CMD_RELEASE));
-	} else {
-		while (!atomic_load(&rs.hold_release))
-			sigmig_futex_wait(&rs.hold_release, 0, -1);
-	}
+	sigmig_serve(held_box(), run_held, CMD_BIT(CMD_RELEASE));
 	return resume(RT_HELD);
 }
 
@@ -637,14 +674,9 @@ int sigmig_restore_release(void)
 {
 	int ret;
 
-	if (rs.leader_slot) {
-		ret = sigmig_post(rs.leader_slot, CMD_RELEASE, STEP_TIMEOUT_MS);
-		if (ret)
-			return ret;
-	} else {
-		atomic_store(&rs.hold_release, 1);
-		sigmig_futex_wake(&rs.hold_release);
-	}
+	ret = sigmig_post(held_box(), CMD_RELEASE, STEP_TIMEOUT_MS);
+	if (ret)
+		return ret;
 	return wait_outcome(STEP_TIMEOUT_MS);
 }
 
@@ -654,4 +686,166 @@ void sigmig_restore_status(struct restore_status *st)
 	st->requeued = st->verified ? rs.requeued : 0;
 	st->restore_ns = st->verified ? rs.restore_ns : 0;
 	st->error = atomic_load(&rs.outcome) == RESTORE_FAILED ? rs.err : NULL;
+	st->carried = atomic_load(&rs.carried);
+}
+
+/* ---- a commit delta, into the held copy ---- */
+
+static int delta_fits(const struct sigmig_image *d, char *err, size_t errlen)
+{
+	uint32_t i;
+
+	if (d->arch != sigmig_native_arch() || strcmp(d->program, sigmig_program())) {
+		snprintf(err, errlen, "delta of program \"%s\" (e_machine %u) cannot go into \"%s\" (%u)",
+			 d->program, d->arch, sigmig_program(), sigmig_native_arch());
+		return -EINVAL;
+	}
+	for (i = 0; i < d->nthreads; i++) {
+		uint32_t index = d->threads[i].index;
+
+		if (index >= sigmig_nthreads() || !atomic_load(&sigmig_thread(index)->registered)) {
+			snprintf(err, errlen, "delta thread index %u is not a thread of this process",
+				 index);
+			return -EINVAL;
+		}
+	}
+	return sigpending_room(sigmig_image_pending_total(d), err, errlen);
+}
+
+static int load_delta(const char *path, struct sigmig_image *d, char *err,
+		      size_t errlen)
+{
+	char why[256];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = sigmig_read_file(path, &buf, &len);
+	if (ret) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = sigmig_image_decode(buf, len, d, why, sizeof(why));
+	free(buf);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, why);
+		return ret;
+	}
+	ret = delta_fits(d, err, errlen);
+	if (ret)
+		sigmig_image_free(d);
+	return ret;
+}
+
+static int post_delta(struct rt_thread *t, uint32_t cmd, const char *what,
+		      char *err, size_t errlen)
+{
+	int ret = sigmig_post(t, cmd, STEP_TIMEOUT_MS);
+
+	if (ret)
+		snprintf(err, errlen, "%s (tid %d): %s", what, t->tid,
+			 ret == -ETIMEDOUT ? "timed out" : t->err);
+	return ret;
+}
+
+/* Each thread's part from that thread, then the shared part from main. */
+static int requeue_delta(const struct sigmig_image *d, char *err, size_t errlen)
+{
+	char what[64];
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < d->nthreads && !ret; i++) {
+		struct rt_thread *t = sigmig_thread(d->threads[i].index);
+
+		t->delta = &d->threads[i];
+		snprintf(what, sizeof(what), "requeue delta, thread %u", d->threads[i].index);
+		ret = post_delta(t, CMD_REQUEUE_DELTA, what, err, errlen);
+		t->delta = NULL;
+	}
+	if (ret || !d->shared.count)
+		return ret;
+	rs.delta_shared = &d->shared;
+	ret = post_delta(held_box(), CMD_REQUEUE_SHARED, "requeue delta, shared queue",
+			 err, errlen);
+	rs.delta_shared = NULL;
+	return ret;
+}
+
+/*
+ * The delta must be in the queue, in order, behind the moved entries; the
+ * copy's own timers may have queued entries in between. An entry missing
+ * is one the kernel dropped: a standard signal already pending there.
+ */
+static int find_delta(const char *what, const struct rawbuf *got, size_t from,
+		      const struct sigmig_queue *want, char *err, size_t errlen)
+{
+	size_t i, j = from;
+
+	for (i = 0; i < want->count; i++) {
+		while (j < got->count &&
+		       memcmp(got->data + j * SI_MAX_SIZE, want->entries[i].bytes, SI_MAX_SIZE))
+			j++;
+		if (j == got->count) {
+			snprintf(err, errlen, "verify %s: delta entry %zu (signal %d) is not pending after the requeue",
+				 what, i, want->entries[i].bytes[0]);
+			return -EIO;
+		}
+		j++;
+	}
+	return 0;
+}
+
+static size_t moved_count(const struct sigmig_queue *q)
+{
+	return q ? q->count : 0;
+}
+
+static int verify_delta(const struct sigmig_image *d, char *err, size_t errlen)
+{
+	struct rawbuf shared = { 0 };
+	char what[64];
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < d->nthreads && !ret; i++) {
+		struct rt_thread *t = sigmig_thread(d->threads[i].index);
+		const struct sigmig_thread *moved = image_thread(d->threads[i].index);
+
+		snprintf(what, sizeof(what), "verify delta, thread %u", d->threads[i].index);
+		ret = post_delta(t, CMD_PEEK, what, err, errlen);
+		if (!ret)
+			ret = find_delta(what, &t->peek, moved_count(moved ? &moved->pending : NULL),
+					 &d->threads[i].pending, err, errlen);
+		sigmig_rawbuf_free(&t->peek);
+	}
+	if (ret)
+		return ret;
+	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
+	if (!ret)
+		ret = find_delta("shared queue", &shared, rs.image.shared.count, &d->shared,
+				 err, errlen);
+	sigmig_rawbuf_free(&shared);
+	return ret;
+}
+
+int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err,
+				 size_t errlen)
+{
+	struct sigmig_image d;
+	int ret;
+
+	memset(&d, 0, sizeof(d));
+	ret = load_delta(path, &d, err, errlen);
+	if (ret)
+		return ret;
+	ret = requeue_delta(&d, err, errlen);
+	if (!ret)
+		ret = verify_delta(&d, err, errlen);
+	if (!ret) {
+		*requeued = sigmig_image_pending_total(&d);
+		atomic_fetch_add(&rs.carried, *requeued);
+	}
+	sigmig_image_free(&d);
+	return ret;
 }

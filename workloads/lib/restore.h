@@ -17,6 +17,7 @@ struct restore_status {
 	uint64_t requeued;
 	uint64_t restore_ns;
 	const char *error;	/* why it failed, or NULL */
+	uint64_t carried;	/* commit-delta entries requeued while held */
 };
 
 /*
@@ -37,5 +38,13 @@ int sigmig_restore_wait(char *err, size_t errlen);
 /* Control thread, state held: resume the restored threads. */
 int sigmig_restore_release(void);
 void sigmig_restore_status(struct restore_status *st);
+/*
+ * Control thread, state held: requeue the commit delta in the image file
+ * @path (the entries the source's queues gained after its DUMP) behind the
+ * restored ones, each from the thread it belongs to, and find every one
+ * pending afterwards. -errno and @err when refused or not verified.
+ */
+int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err,
+				 size_t errlen);
 
 #endif /* SIGMIG_RESTORE_H */

@@ -25,6 +25,7 @@
 #include "util.h"
 
 #define REQUEST_TIMEOUT_MS	5000
+#define REQUEST_MAX		320	/* "REQUEUE " and a state-directory path */
 #define ACCEPT_POLL_MS		200	/* how soon sigmig_server_stop() is noticed */
 #define STATE_BIT(s)		(1u << (s))
 #define ANY_STATE		(~0u)
@@ -154,12 +155,13 @@ static size_t status_restore(char *line, size_t cap, const struct restore_status
 				    ",\"error\":\"restore_failed\",\"message\":\"%s\"", esc);
 }
 
-static void do_status(int fd, enum rt_state state)
+static void do_status(int fd, enum rt_state state, const char *arg)
 {
 	size_t cap = 1024 + (size_t)sigmig_nthreads() * 40, o;
 	char *line = malloc(cap), esc[160];
 	struct restore_status st;
 
+	(void)arg;
 	if (!line)
 		return reply_error(fd, "internal", "out of memory");
 	sigmig_restore_status(&st);
@@ -185,6 +187,8 @@ static int freeze_process(int fd, uint64_t *ns)
 		reply_error(fd, "freeze_timeout", err);
 		return ret;
 	}
+	/* a DUMP of an earlier freeze says nothing about this one */
+	sigmig_dump_forget();
 	return sigmig_transition(RT_RUNNING, RT_FROZEN);
 }
 
@@ -193,21 +197,24 @@ static int thaw_process(void)
 {
 	int ret = sigmig_thaw();
 
+	sigmig_dump_forget();
 	sigmig_transition(RT_FROZEN, RT_RUNNING);
 	return ret;
 }
 
-static void do_freeze(int fd, enum rt_state state)
+static void do_freeze(int fd, enum rt_state state, const char *arg)
 {
 	uint64_t ns = 0;
 
 	(void)state;
+	(void)arg;
 	if (!freeze_process(fd, &ns))
 		reply_line(fd, "{\"ok\":true,\"freeze_ns\":%llu}", (unsigned long long)ns);
 }
 
-static void do_thaw(int fd, enum rt_state state)
+static void do_thaw(int fd, enum rt_state state, const char *arg)
 {
+	(void)arg;
 	if (state == RT_HELD && sigmig_restore_release())
 		return reply_error(fd, "resume_failed", "resuming the restored threads failed");
 	if (state == RT_FROZEN && thaw_process())
@@ -216,14 +223,14 @@ static void do_thaw(int fd, enum rt_state state)
 	reply_line(fd, "{\"ok\":true}");
 }
 
-static void dump_reply(int fd)
+static void dump_reply(int fd, int keep)
 {
 	uint64_t start = sigmig_now_ns(), nsignals = 0;
 	uint8_t *img = NULL;
 	size_t len = 0;
 	char err[300];
 
-	if (sigmig_dump(&img, &len, &nsignals, err, sizeof(err))) {
+	if (sigmig_dump(&img, &len, &nsignals, keep, err, sizeof(err))) {
 		reply_error(fd, "dump_failed", err);
 		return;
 	}
@@ -234,59 +241,107 @@ static void dump_reply(int fd)
 	free(img);
 }
 
-static void do_dump(int fd, enum rt_state state)
+static void do_dump(int fd, enum rt_state state, const char *arg)
 {
 	(void)state;
-	dump_reply(fd);
+	(void)arg;
+	dump_reply(fd, 1);
 }
 
 /* A running process is frozen for the peek and thawed after it. */
-static void do_peek(int fd, enum rt_state state)
+static void do_peek(int fd, enum rt_state state, const char *arg)
 {
 	uint64_t ns;
 
+	(void)arg;
 	if (state != RT_RUNNING)
-		return dump_reply(fd);
+		return dump_reply(fd, 0);
 	if (freeze_process(fd, &ns))
 		return;
-	dump_reply(fd);
+	dump_reply(fd, 0);
 	thaw_process();
 }
 
-static void do_commit(int fd, enum rt_state state)
+static void commit_reply(int fd, const uint8_t *delta, size_t len,
+			 const struct delta_counts *n)
 {
+	if (!delta)
+		return reply_line(fd, "{\"ok\":true}");
+	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"image_size\":%zu}",
+		   (unsigned long long)n->carried, (unsigned long long)n->removed,
+		   (unsigned long long)n->timers, (unsigned long long)n->read_ns, len);
+	write_all(fd, delta, len);
+}
+
+/*
+ * The threads stay parked from the delta to the exit: what arrived since
+ * the DUMP leaves with the reply, and only what arrives between the delta
+ * and the exit is lost (docs/design.md, "What a sender is promised").
+ */
+static void do_commit(int fd, enum rt_state state, const char *arg)
+{
+	struct delta_counts n = { 0 };
+	uint8_t *delta = NULL;
+	size_t len = 0;
+	char err[300];
+	int ret = -ENODATA;
+
+	(void)arg;
 	if (!srv.commit_exit)
 		return reply_error(fd, "not_supported",
 				   "this program does not end on COMMIT (no commit_exit hook)");
-	if (sigmig_transition(state, RT_COMMITTED))
+	if (state == RT_FROZEN)
+		ret = sigmig_dump_delta(&delta, &len, &n, err, sizeof(err));
+	if (ret && ret != -ENODATA)
+		return reply_error(fd, "dump_failed", err);
+	if (sigmig_transition(state, RT_COMMITTED)) {
+		free(delta);
 		return reply_error(fd, "wrong_state", "COMMIT raced with a state change");
-	reply_line(fd, "{\"ok\":true}");
+	}
+	commit_reply(fd, delta, len, &n);
+	free(delta);
 	shutdown(fd, SHUT_WR);
 	unlink(srv.path);
 	/* the parked threads never run again: nothing more is delivered */
 	srv.commit_exit();
 }
 
+static void do_requeue(int fd, enum rt_state state, const char *path)
+{
+	uint64_t n = 0;
+	char err[300];
+
+	(void)state;
+	if (sigmig_restore_requeue_delta(path, &n, err, sizeof(err)))
+		return reply_error(fd, "requeue_failed", err);
+	reply_line(fd, "{\"ok\":true,\"requeued\":%llu}", (unsigned long long)n);
+}
+
 static const struct verb {
 	const char *name;
 	unsigned int states;	/* STATE_BIT()s it is valid in */
 	const char *needs;	/* the wrong_state message otherwise */
-	void (*run)(int fd, enum rt_state state);
+	void (*run)(int fd, enum rt_state state, const char *arg);
+	int arg;		/* takes one argument: "VERB ARG" */
 } verbs[] = {
-	{ "STATUS", ANY_STATE, NULL, do_status },
-	{ "FREEZE", STATE_BIT(RT_RUNNING), "FREEZE needs a running process", do_freeze },
+	{ "STATUS", ANY_STATE, NULL, do_status, 0 },
+	{ "FREEZE", STATE_BIT(RT_RUNNING), "FREEZE needs a running process", do_freeze, 0 },
 	{ "THAW", STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
-	  "THAW needs a frozen process", do_thaw },
+	  "THAW needs a frozen process", do_thaw, 0 },
 	{ "DUMP", STATE_BIT(RT_FROZEN),
-	  "DUMP needs a frozen process: send FREEZE first", do_dump },
+	  "DUMP needs a frozen process: send FREEZE first", do_dump, 0 },
 	{ "PEEK", STATE_BIT(RT_RUNNING) | STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
-	  "PEEK needs a running or frozen process", do_peek },
+	  "PEEK needs a running or frozen process", do_peek, 0 },
 	{ "COMMIT", STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
-	  "COMMIT needs a frozen process", do_commit },
+	  "COMMIT needs a frozen process", do_commit, 0 },
+	{ "REQUEUE", STATE_BIT(RT_HELD),
+	  "REQUEUE needs a copy held after its restore", do_requeue, 1 },
 };
 
 static const char *why_not(const struct verb *v, enum rt_state state)
 {
+	if (v->run == do_requeue)
+		return v->needs;
 	if (state == RT_RESTORING || state == RT_FAILED)
 		return "the process is restoring or failed to restore";
 	if (state == RT_COMMITTED)
@@ -297,20 +352,27 @@ static const char *why_not(const struct verb *v, enum rt_state state)
 	return v->needs;
 }
 
-static void dispatch(int fd, const char *name)
+static void dispatch(int fd, char *line)
 {
+	char *arg = strchr(line, ' ');
 	enum rt_state state;
 	size_t i;
 
+	if (arg)
+		*arg++ = '\0';
 	for (i = 0; i < ARRAY_SIZE(verbs); i++)
-		if (!strcmp(verbs[i].name, name))
+		if (!strcmp(verbs[i].name, line))
 			break;
 	if (i == ARRAY_SIZE(verbs))
-		return reply_error(fd, "unknown_verb", "verbs: STATUS FREEZE THAW DUMP PEEK COMMIT");
+		return reply_error(fd, "unknown_verb",
+				   "verbs: STATUS FREEZE THAW DUMP PEEK COMMIT REQUEUE");
+	if (!verbs[i].arg != !(arg && *arg))
+		return reply_error(fd, "bad_request", verbs[i].arg ?
+				   "expected one line: VERB ARG\\n" : "expected one line: VERB\\n");
 	sigmig_control_lock();
 	state = sigmig_state();
 	if (verbs[i].states & STATE_BIT(state))
-		verbs[i].run(fd, state);
+		verbs[i].run(fd, state, arg);
 	else
 		reply_error(fd, "wrong_state", why_not(&verbs[i], state));
 	sigmig_control_unlock();
@@ -345,7 +407,7 @@ static int read_request(int fd, char *verb, size_t len)
 
 static void *server_main(void *arg)
 {
-	char verb[64];
+	char verb[REQUEST_MAX];
 	int fd;
 
 	(void)arg;

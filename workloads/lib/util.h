@@ -16,6 +16,8 @@
 
 /* CLOCK_MONOTONIC in ns: every timeout and duration of the library. */
 uint64_t sigmig_now_ns(void);
+/* CLOCK_REALTIME in ns: for stamps compared with other processes' logs. */
+uint64_t sigmig_realtime_ns(void);
 /* The monotonic time @timeout_ms from now. */
 uint64_t sigmig_deadline(int timeout_ms);
 /* What is left of @deadline in ms, rounded up; 0 once it has passed. */

@@ -200,6 +200,7 @@ static void test_timeouts(void)
 static void test_requests(void)
 {
 	struct sigmig_ctl_reply r;
+	char overlong[302];
 	int ret;
 
 	unlink(path);
@@ -208,8 +209,11 @@ static void test_requests(void)
 	ok(sigmig_ctl_request(path, "STATUS\nTHAW", 1000, &r) == -EINVAL,
 	   "a verb with a newline is refused");
 	ok(sigmig_ctl_request(path, "", 1000, &r) == -EINVAL, "an empty verb is refused");
-	ok(sigmig_ctl_request(path, "STATUSSTATUSSTATUSSTATUSSTATUSSTATUS", 1000, &r) == -EINVAL,
-	   "an overlong verb is refused");
+	/* 300: "REQUEUE " and a path in the agent's state directory */
+	memset(overlong, 'A', sizeof(overlong) - 1);
+	overlong[sizeof(overlong) - 1] = '\0';
+	ok(sigmig_ctl_request(path, overlong, 1000, &r) == -EINVAL,
+	   "an overlong request (301 bytes) is refused");
 }
 
 int main(void)

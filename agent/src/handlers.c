@@ -545,6 +545,42 @@ out:
 	workload_args_free(&q.args);
 }
 
+/* A commit delta into a held copy: checked whole before anything changes. */
+void handle_requeue(struct request *req, struct reply *out)
+{
+	struct workload *w = find_or_404(req, out);
+	struct sigmig_image img;
+	struct api_error err;
+	json_t *result = NULL;
+	char why[256];
+
+	if (!w)
+		return;
+	if (!req->body_len) {
+		reply_error(out, req, 400, "empty_body",
+			    "send the commit delta (an image) as the request body");
+		goto out;
+	}
+	if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,
+				sizeof(why))) {
+		reply_error(out, req, 400, "bad_image", "%s", why);
+		goto out;
+	}
+	sigmig_image_free(&img);
+	if (workload_begin_op(w, 0, &err)) {
+		reply_problem(out, &err, req);
+		goto out;
+	}
+	if (workload_requeue(w, (uint8_t *)req->body, req->body_len, &result, &err))
+		reply_problem(out, &err, req);
+	else
+		reply_json(out, 200, json_pack("{s:o, s:o}", "result", result,
+					       "workload", workload_to_json(w, true)));
+	workload_end_op(w);
+out:
+	workload_put(w);
+}
+
 void handle_metrics(struct request *req, struct reply *out)
 {
 	size_t len;

@@ -20,6 +20,8 @@
 #include "metrics.h"
 #include "migrate.h"
 
+#define CARRY_RETRY_MS	500
+
 struct timings {
 	double start, freeze, dump, transfer, restore, commit, downtime;
 };
@@ -112,6 +114,72 @@ static json_t *thaw_target(const struct migrate_request *req, const char *id,
 			 "stays frozen there; POST /v1/workloads/%s/thaw on the "
 			 "target to resume it", id, req->target_text, why, id);
 	return workload;
+}
+
+/* One POST of the delta: 0 requeued, 1 no answer (worth retrying), -1 refused. */
+static int post_delta(const struct migrate_request *req, const char *id,
+		      const struct ctl_reply *delta, char *why, size_t len)
+{
+	struct http_result res;
+	char path[64];
+	int ret;
+
+	snprintf(path, sizeof(path), "/v1/workloads/%s/requeue", id);
+	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
+		       delta->payload, delta->payload_len, req->timeout_ms,
+		       MIGRATE_STALL_MS, &res)) {
+		snprintf(why, len, "%s: %s", res.failed_phase, strerror(res.error));
+		http_result_free(&res);
+		return 1;
+	}
+	ret = res.status >= 200 && res.status <= 299 ? 0 : -1;
+	if (ret)
+		snprintf(why, len, "answered %u: %.200s", res.status,
+			 res.body ? res.body : "");
+	http_result_free(&res);
+	return ret;
+}
+
+/*
+ * What the original's queues gained after the DUMP goes into the held copy
+ * before it resumes, behind the moved signals. Retried while the target
+ * does not answer, for timeout_ms. What cannot be delivered is kept here
+ * (the spool) and the copy stays held: resumed without it, those signals
+ * would come after later ones, and POST .../requeue of the spool, then
+ * thaw, completes the move.
+ */
+static int carry_delta(struct workload *w, const struct migrate_request *req,
+		       const char *id, const struct ctl_reply *delta,
+		       char *problem, size_t len, char *spool, size_t spool_len)
+{
+	double deadline = clock_mono_s() + req->timeout_ms / 1e3;
+	struct api_error err;
+	char why[320];
+	int ret;
+
+	while ((ret = post_delta(req, id, delta, why, sizeof(why))) == 1 &&
+	       clock_mono_s() + CARRY_RETRY_MS / 1e3 < deadline)
+		clock_sleep_ms(CARRY_RETRY_MS);
+	if (!ret)
+		return 0;
+	if (workload_spool(w, "commit-delta", delta->payload, delta->payload_len,
+			   spool, spool_len, &err)) {
+		log_error("migrate %s: the commit delta is lost: %s", workload_id(w),
+			  err.detail);
+		spool[0] = '\0';
+		snprintf(problem, len, "committed, but the signals that reached the "
+			 "original after its dump could not be requeued into %s on "
+			 "%s (%s) nor kept on the source (%.200s)", id,
+			 req->target_text, why, err.detail);
+		return -1;
+	}
+	snprintf(problem, len, "committed, but the signals that reached the "
+		 "original after its dump could not be requeued into %s on %s "
+		 "(%s): kept in %s on the source; %s stays frozen there until "
+		 "POST /v1/workloads/%s/requeue with that file, then "
+		 "/v1/workloads/%s/thaw", id, req->target_text, why, spool, id,
+		 id, id);
+	return -1;
 }
 
 static void describe_peer_problem(const struct http_result *res,
@@ -239,9 +307,11 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	struct timings t = { .start = clock_mono_s() };
 	struct ctl_reply dump;
 	struct http_result res;
-	json_t *commit = NULL, *remote, *running;
-	char problem[1024] = "";
-	const char *id;
+	json_t *commit = NULL, *remote, *running = NULL;
+	char problem[2048] = "", spool[512] = "";
+	const char *id, *problem_code = "target_thaw_failed";
+	struct ctl_reply delta;
+	json_int_t carried;
 	double t1;
 
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
@@ -269,14 +339,20 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		return abort_migration(w, err);
 	}
 	t1 = clock_mono_s();
-	workload_commit(w, req->target_text, &commit);
+	workload_commit(w, req->target_text, &commit, &delta);
+	carried = json_integer_value(json_object_get(commit, "carried"));
+	if (delta.payload && carried > 0 &&
+	    carry_delta(w, req, id, &delta, problem, sizeof(problem), spool,
+			sizeof(spool)))
+		problem_code = "commit_delta_spooled";
+	ctl_reply_free(&delta);
 	t.commit = clock_mono_s() - t1;
 	/*
 	 * Held on request, so that the caller can compare B's queues with
 	 * the image before anything is delivered; it resumes on its thaw.
 	 */
-	running = req->resume_target ?
-		  thaw_target(req, id, problem, sizeof(problem)) : NULL;
+	if (req->resume_target && !problem[0])
+		running = thaw_target(req, id, problem, sizeof(problem));
 	t.downtime = clock_mono_s() - t.start;
 	if (running) {
 		json_decref(remote);
@@ -286,10 +362,14 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	}
 	*result = success_json(w, req, &dump, remote, commit, &t);
 	json_object_set_new(*result, "target_resumed", json_boolean(running));
+	json_object_set_new(*result, "carried_at_commit", json_integer(carried));
 	if (problem[0])
 		json_object_set_new(*result, "problem", json_pack(
-			"{s:s, s:s, s:s}", "code", "target_thaw_failed",
+			"{s:s, s:s, s:s}", "code", problem_code,
 			"target_state", "frozen", "detail", problem));
+	if (spool[0])
+		json_object_set_new(json_object_get(*result, "problem"), "spool",
+				    json_string(spool));
 	record_phases(&t, running != NULL);
 	metrics_migration("committed");
 	log_info("migrate %s committed to %s, downtime %.1f ms", workload_id(w),

@@ -21,6 +21,7 @@ const struct route agent_routes[] = {
 	{ "/v1/workloads/{id}/checkpoint",
 	  { { M_POST, handle_checkpoint, BODY_NONE } } },
 	{ "/v1/workloads/{id}/migrate", { { M_POST, handle_migrate, BODY_JSON } } },
+	{ "/v1/workloads/{id}/requeue", { { M_POST, handle_requeue, BODY_IMAGE } } },
 	{ "/v1/workloads/{id}/ledger", { { M_GET, handle_ledger, BODY_NONE } } },
 	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE } } },
 	{ "/v1/restore", { { M_POST, handle_restore, BODY_IMAGE } } },

@@ -79,8 +79,23 @@ int workload_thaw(struct workload *w, json_t **result, struct api_error *err);
 /* The image without dequeuing, leaving @w running or frozen as it was. */
 int workload_snapshot(struct workload *w, const char *verb,
 		      struct ctl_reply *dump, struct api_error *err);
-/* After a confirmed migration: COMMIT, or SIGKILL if the runtime cannot. */
-int workload_commit(struct workload *w, const char *target, json_t **result);
+/*
+ * After a confirmed migration: COMMIT, or SIGKILL if the runtime cannot.
+ * @result: method, the delta's counts (carried, removed, timers) and
+ * exit_ms; @delta gets the image of what the queues gained since the DUMP
+ * when the runtime sent one (payload NULL otherwise; ctl_reply_free).
+ */
+int workload_commit(struct workload *w, const char *target, json_t **result,
+		    struct ctl_reply *delta);
+/*
+ * Into a copy held after its restore: the commit delta @delta (an image),
+ * requeued behind the restored signals by its runtime (REQUEUE).
+ */
+int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
+		     json_t **result, struct api_error *err);
+/* @data kept in the state directory as <id>-<what>.image, named in @path. */
+int workload_spool(struct workload *w, const char *what, const uint8_t *data,
+		   size_t len, char *path, size_t pathlen, struct api_error *err);
 
 /* Path of a state file of @w ("ledger" or "log"); NULL if it has none. */
 const char *workload_file(const struct workload *w, const char *which);

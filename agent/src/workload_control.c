@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "workload_internal.h"
 
@@ -132,29 +134,112 @@ int workload_thaw(struct workload *w, json_t **result, struct api_error *err)
 	return set_workload_frozen(w, false, result, err);
 }
 
-int workload_commit(struct workload *w, const char *target, json_t **result)
+/* The COMMIT reply's delta (its image), and its counts into @result. */
+static void take_delta(struct ctl_reply *reply, struct ctl_reply *delta,
+		       json_t *result)
+{
+	static const char *const counts[] = { "carried", "removed", "timers" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		json_t *n = json_object_get(reply->json, counts[i]);
+
+		if (json_is_integer(n))
+			json_object_set(result, counts[i], n);
+	}
+	if (!reply->payload) {
+		ctl_reply_free(reply);
+		return;
+	}
+	*delta = *reply;
+	memset(reply, 0, sizeof(*reply));
+}
+
+/*
+ * From the delta read to the exit reaped, in CLOCK_REALTIME (the clock
+ * senders stamp their logs with): a send to the pid then still succeeds,
+ * and nothing reads it.
+ */
+static void record_exit_window(struct workload *w, const json_t *read_ns,
+			       json_t *result)
+{
+	json_int_t from = json_integer_value(read_ns), to;
+
+	wl_lock();
+	to = w->exited ? w->exited_ns : 0;
+	wl_unlock();
+	if (!json_is_integer(read_ns) || from <= 0 || to < from)
+		return;
+	json_object_set_new(result, "exit_window", json_pack("{s:I, s:I, s:f}",
+			    "from_ns", from, "to_ns", to, "ms", (to - from) / 1e6));
+}
+
+int workload_commit(struct workload *w, const char *target, json_t **result,
+		    struct ctl_reply *delta)
 {
 	struct api_error err;
 	struct ctl_reply reply;
-	const char *how = "commit";
+	json_t *read_ns = NULL;
 
-	if (workload_ctl(w, "COMMIT", CTL_TIMEOUT_MS, &reply, &err) == 0)
-		ctl_reply_free(&reply);
-	else
-		how = "killed";
+	memset(delta, 0, sizeof(*delta));
+	*result = json_pack("{s:s, s:i, s:i, s:i}", "method", "commit",
+			    "carried", 0, "removed", 0, "timers", 0);
+	if (workload_ctl(w, "COMMIT", CTL_TIMEOUT_MS, &reply, &err) == 0) {
+		read_ns = json_incref(json_object_get(reply.json, "read_realtime_ns"));
+		take_delta(&reply, delta, *result);
+	} else
+		json_object_set_new(*result, "method", json_string("killed"));
 	if (!wl_wait_exit(w, COMMIT_EXIT_MS)) {
 		/* Frozen with everything blocked: SIGKILL delivers nothing. */
 		log_warn("%s: still alive after COMMIT, sending SIGKILL", w->id);
 		wl_kill_group(w, SIGKILL);
 		wl_wait_exit(w, COMMIT_EXIT_MS);
-		how = "killed";
+		json_object_set_new(*result, "method", json_string("killed"));
 	}
+	record_exit_window(w, read_ns, *result);
+	json_decref(read_ns);
 	wl_lock();
 	w->committed = true;
 	w->frozen = false;
 	snprintf(w->migrated_to, sizeof(w->migrated_to), "%s", target);
 	wl_unlock();
-	*result = json_pack("{s:s}", "method", how);
+	return 0;
+}
+
+int workload_spool(struct workload *w, const char *what, const uint8_t *data,
+		   size_t len, char *path, size_t pathlen, struct api_error *err)
+{
+	snprintf(path, pathlen, "%s/%s-%s.image", wl_config()->state_dir, w->id, what);
+	return wl_write_file(path, data, len, err);
+}
+
+int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
+		     json_t **result, struct api_error *err)
+{
+	char verb[STATE_PATH_MAX + 16], path[STATE_PATH_MAX];
+	struct ctl_reply reply;
+	int ret;
+
+	if (!wl_is_held(w))
+		return api_error_set(err, 409, "wrong_state",
+				     "%s is not a copy held after its restore: a "
+				     "commit delta goes into a held copy only", w->id);
+	snprintf(path, sizeof(path), "%s/%s-delta.image", wl_config()->state_dir, w->id);
+	if (wl_write_file(path, delta, len, err))
+		return -1;
+	snprintf(verb, sizeof(verb), "REQUEUE %s", path);
+	ret = workload_ctl(w, verb, CTL_TIMEOUT_MS * 6, &reply, err);
+	unlink(path);
+	if (ret) {
+		if (!strcmp(err->cause, "requeue_failed")) {
+			err->status = 422;
+			err->code = "requeue_failed";
+		}
+		return -1;
+	}
+	*result = json_pack("{s:I}", "requeued",
+			    json_integer_value(json_object_get(reply.json, "requeued")));
+	ctl_reply_free(&reply);
 	return 0;
 }
 

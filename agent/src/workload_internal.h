@@ -36,6 +36,7 @@ struct workload {
 	pid_t pid;
 	bool exited;
 	int wait_status;
+	int64_t exited_ns;	/* CLOCK_REALTIME when the reaper saw the exit */
 	bool frozen;		/* as last set through the agent */
 	bool busy;		/* workload_ops.c's, under its own lock */
 	bool restored;
@@ -74,6 +75,11 @@ bool wl_is_held(struct workload *w);
 bool wl_wait_exit(struct workload *w, unsigned int ms);
 void wl_kill_group(struct workload *w, int sig);
 void wl_stop_reaper(void);
+
+/* workload_restore.c */
+/* @len bytes to a new file @path (mode 0600); an API error on failure. */
+int wl_write_file(const char *path, const uint8_t *data, size_t len,
+		  struct api_error *err);
 
 /* workload_spawn.c */
 int wl_program_path(const char *program, char *path, size_t len,

@@ -17,8 +17,8 @@
 #include "clock.h"
 #include "workload_internal.h"
 
-static int write_image(const char *path, const uint8_t *image, size_t len,
-		       struct api_error *err)
+int wl_write_file(const char *path, const uint8_t *image, size_t len,
+		  struct api_error *err)
 {
 	ssize_t n;
 	int fd;
@@ -139,7 +139,7 @@ int workload_restore(const uint8_t *image, size_t len, const char *program,
 	/* The id is only known after insertion: name the image by a temp. */
 	snprintf(image_path, sizeof(image_path), "%s/restore-%d-%lx.image",
 		 wl_config()->state_dir, getpid(), (unsigned long)pthread_self());
-	if (write_image(image_path, image, len, err))
+	if (wl_write_file(image_path, image, len, err))
 		goto fail;
 	spawn.path = path;
 	spawn.image_tmp = image_path;

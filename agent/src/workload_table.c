@@ -75,6 +75,7 @@ static void record_exit(pid_t pid, int status)
 	if (w && !w->exited) {
 		w->exited = true;
 		w->wait_status = status;
+		w->exited_ns = clock_realtime_ns();
 		log_info("workload %s (pid %d) %s %d", w->id, pid,
 			 WIFSIGNALED(status) ? "killed by signal" : "exited with",
 			 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));

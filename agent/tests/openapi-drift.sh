@@ -65,7 +65,9 @@ cat >"$WORK/workload.json" <<'EOF'
  "restore":{"requeued":2,"verified":true,"restore_ns":52000000}}
 EOF
 jq -c '{result: "committed", workload: "w1", target: "http://10.99.0.2:8080", target_workload: .,
-	target_resumed: true, signals: 2, image_bytes: 4200, commit: {method: "commit"},
+	target_resumed: true, signals: 2, image_bytes: 4200, carried_at_commit: 1,
+	commit: {method: "commit", carried: 1, removed: 0, timers: 0,
+	        exit_window: {from_ns: 1796396913670589400, to_ns: 1796396913719716900, ms: 49.1}},
 	timings: {freeze_ms: 0.4, dump_ms: 21.0, transfer_ms: 80.2, restore_ms: 160.9,
 	          commit_ms: 3.1, downtime_ms: 265.6}}' "$WORK/workload.json" >"$WORK/migrate.json"
 echo '{"status":"ok","version":"0.1.0","uptime_s":42,"workloads":1}' >"$WORK/health.json"

@@ -68,5 +68,10 @@ tap $? "live senders: migration A -> B completes (migrate.sh rc=$CASE_RC)"
 esrch=$(result '.ledger_extra.live_esrch')
 [ "${esrch:-0}" -gt 0 ]
 tap $? "live senders: still sending after the original was gone (${esrch:-0} sends failed with ESRCH)"
+carried=$(result '.migrate.carried_at_commit')
+[ "${carried:-0}" -gt 0 ]
+tap $? "live senders: what reached A after the DUMP went to B with the commit ($carried signals carried)"
+window=$(result '.migrate.commit.exit_window.ms // "none"')
+diag <<<"the original's exit window (COMMIT's read to reaped): $window ms, $(result '.ledger.exit_window') sends landed in it"
 check_verdict "live senders through the move"
 tap_done

@@ -160,9 +160,24 @@ if [ "$IFACE" = true ]; then
 			  and .pending_total >= $o.pending_total' "$BODY"
 	req GET "/v1/workloads/$R"
 	check "restore hold: reading its signals leaves it held" jq -e '.state == "frozen" and .held == true' "$BODY"
+	# A commit delta goes into a held copy only, checked whole first.
+	areq POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream'
+	expect "requeue without a body is 400" 400 empty_body
+	head -c 100 "$WORK/image" >"$WORK/short"
+	areq POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/short"
+	expect "requeue of a truncated image is 400 bad_image" 400 bad_image
+	req POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/image"
+	expect "requeue without the token is 401" 401
+	req GET "/v1/workloads/$R"
+	check "restore hold: refused requeues leave it held" jq -e '.state == "frozen" and .held == true' "$BODY"
 	areq POST "/v1/workloads/$R/thaw"
 	expect "restore hold: thaw resumes it" 200
 	check "restore hold: running after thaw" jq -e '.workload.state == "running" and (.workload.held // false) == false' "$BODY"
+	areq POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/image"
+	expect "requeue into a copy that is not held is 409" 409 wrong_state
 	areq DELETE "/v1/workloads/$R"
 	expect "DELETE the thawed copy" 200
 	restore_image "hold=1&" "POST /v1/restore?hold=1 again"

@@ -272,6 +272,14 @@ def render_text(result, before, after, timings, ledger, color, width):
         t.add("  %s: %s" % (downtime_label(result), t.c("1", fmt_s(timings["downtime"]))))
         t.add("  image: %s bytes, %s signals" % (fmt_n(need(result, "migrate.image_bytes")),
                                                 fmt_n(need(result, "migrate.signals"))))
+        migrate = result.get("migrate") or {}
+        if "carried_at_commit" in migrate:
+            window = (migrate.get("commit") or {}).get("exit_window") or {}
+            t.add("  carried at commit: %s signals that reached A after the dump, requeued on B"
+                  " before it resumed; exit window %s ms (%s sends landed in it)" % (
+                      fmt_n(migrate["carried_at_commit"]),
+                      "%.1f" % window["ms"] if "ms" in window else "?",
+                      fmt_n((result.get("ledger") or {}).get("exit_window", 0))))
         t.add("  B requeued %s signals and re-read every queue: %s" % (
             fmt_n(need(restore, "requeued")),
             t.c("32", "verified byte for byte") if need(restore, "verified") else t.c("1;31", "NOT verified")))

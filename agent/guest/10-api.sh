@@ -199,8 +199,8 @@ if [ "$IFACE" = true ]; then
 	expect "restore a corrupt image is 400 bad_image" 400 bad_image
 	areq POST /v1/restore
 	expect "restore without a body is 400" 400 empty_body
-	areq POST "/v1/restore?program=nosuchprog" --data-binary "@$WORK/image"
-	expect "restore into an unknown program is 404" 404 unknown_program
+	areq POST "/v1/restore?program=withrlimit" --data-binary "@$WORK/image"
+	expect "restore into a program that is not a workload is 403" 403 program_not_allowed
 	areq POST "/v1/restore?colour=blue" --data-binary "@$WORK/image"
 	expect "restore with an unknown parameter is 400" 400 unknown_parameter
 else
@@ -273,7 +273,7 @@ try "DELETE without a token is 401" 401 unauthorized req DELETE "/v1/workloads/$
 try "malformed JSON is 400" 400 malformed_json areq POST /v1/workloads -d '{"program":'
 try "unknown member is 400" 400 unknown_field areq POST /v1/workloads -d '{"program":"sigstorm","colour":1}'
 try "a path as program is 400" 400 invalid_field areq POST /v1/workloads -d '{"program":"../../bin/sh"}'
-try "unknown program is 404" 404 unknown_program areq POST /v1/workloads -d '{"program":"nosuchprog"}'
+try "a program that is not a workload is 403" 403 program_not_allowed areq POST /v1/workloads -d '{"program":"nosuchprog"}'
 try "agent-owned option is 400" 400 invalid_field areq POST /v1/workloads -d '{"program":"sigstorm","args":["--ctl","/tmp/x"]}'
 try "a text/plain body is 415" 415 unsupported_media_type areq POST /v1/workloads -H 'Content-Type: text/plain' -d '{"program":"sigstorm"}'
 head -c 5000 /dev/zero | tr '\0' ' ' >"$WORK/big"

@@ -77,7 +77,7 @@ static json_t *programs_json(void)
 	if (!d)
 		return list;
 	while ((de = readdir(d))) {
-		if (!program_name_valid(de->d_name))
+		if (!program_allowed(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", agent.cfg->bin_dir, de->d_name);
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && !access(path, X_OK))

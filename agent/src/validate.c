@@ -68,6 +68,26 @@ bool program_name_valid(const char *name)
 }
 
 /*
+ * The agent runs as root and its program directory may hold more than the
+ * workloads (test helpers, the agent itself, anything that execs its
+ * arguments): only these names are ever started, whatever the directory
+ * holds. sigledger reads any file it is given, so it is not a workload.
+ */
+bool program_allowed(const char *name)
+{
+	static const char *const allowed[] = { "sigstorm", "sigstorm32",
+					       "sigsend" };
+	unsigned int i;
+
+	if (!program_name_valid(name))
+		return false;
+	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		if (strcmp(name, allowed[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
  * True for "--NAME" or "--NAME=VALUE" where NAME is the whole or a leading
  * part of an option the agent sets: getopt_long() accepts any unambiguous
  * abbreviation and the last occurrence wins, so "--ledg=/x" would override
@@ -75,7 +95,8 @@ bool program_name_valid(const char *name)
  */
 static bool agent_owned_option(const char *arg)
 {
-	static const char *const owned[] = { "ctl", "ledger", "restore" };
+	static const char *const owned[] = { "ctl", "ledger", "restore",
+					     "restore-hold" };
 	const char *name, *eq;
 	unsigned int i;
 	size_t n;

@@ -58,6 +58,9 @@ unsigned long workload_id_number(const char *id);
 /* [A-Za-z0-9][A-Za-z0-9._-]*, at most PROGRAM_NAME_MAX: a file name, never a path. */
 bool program_name_valid(const char *name);
 
+/* One of the workload programs the API may start (sigstorm, sigstorm32, sigsend). */
+bool program_allowed(const char *name);
+
 /* Adds one argument; the agent owns --ctl, --ledger and --restore. */
 int workload_args_add(struct workload_args *args, const char *arg, size_t len,
 		      struct verror *err);

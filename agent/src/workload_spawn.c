@@ -31,11 +31,15 @@ int wl_program_path(const char *program, char *path, size_t len,
 	if (!program_name_valid(program))
 		return api_error_set(err, 400, "invalid_field",
 				     "program: not a valid program name");
+	if (!program_allowed(program))
+		return api_error_set(err, 403, "program_not_allowed",
+				     "program: '%s' is not a workload program "
+				     "(sigstorm, sigstorm32, sigsend)", program);
 	snprintf(path, len, "%s/%s", wl_config()->bin_dir, program);
 	if (stat(path, &st) || !S_ISREG(st.st_mode) || access(path, X_OK))
 		return api_error_set(err, 404, "unknown_program",
-				     "no executable '%s' in %s", program,
-				     wl_config()->bin_dir);
+				     "no executable '%s' in the program directory",
+				     program);
 	return 0;
 }
 

@@ -20,6 +20,11 @@ static void test_ids_and_names(void)
 	   !workload_id_valid(""), "invalid ids refused");
 	ok(workload_id_number("w42") == 42, "id number");
 	ok(program_name_valid("sigstorm") && program_name_valid("a.b-c_d"), "valid program names");
+	ok(program_allowed("sigstorm") && program_allowed("sigstorm32") &&
+	   program_allowed("sigsend"), "the workload programs are allowed");
+	ok(!program_allowed("withrlimit") && !program_allowed("sigmig-agent") &&
+	   !program_allowed("sigledger") && !program_allowed("sigstorm ") &&
+	   !program_allowed("sh"), "nothing else is");
 	ok(!program_name_valid("../bin/sh") && !program_name_valid("/bin/sh") &&
 	   !program_name_valid(".hidden") && !program_name_valid("") &&
 	   !program_name_valid("a b"), "paths and odd names refused");
@@ -79,6 +84,8 @@ static void test_start_request(void)
 	   "start: --ct abbreviates the agent's --ctl");
 	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--r=/x\"]}"), "invalid_field"),
 	   "start: --r= abbreviates the agent's --restore");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--restore-h\"]}"), "invalid_field"),
+	   "start: --restore-h abbreviates the agent's --restore-hold");
 	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--\",\"--ctl\"]}"), "invalid_field"),
 	   "start: --ctl after -- is refused too (programs differ in how they read --)");
 	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--threads\",\"4\",\"--rt-only\"]}"), "ok"),

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The agent against a hostile client on loopback: each attack must fail
+# with its documented status and problem code, change nothing outside the
+# state directory, and leave /v1/health answering. TAP on stdout.
+# Usage: hostile.sh AGENT_BINARY
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+AGENT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+WL=$HERE/../workloads/build
+PORT=$((20000 + ($$ + 4099) % 20000))
+BASE=http://127.0.0.1:$PORT
+TOKEN=hostile-$$-$RANDOM
+WORK=$(mktemp -d /tmp/agent-hostile.XXXXXX)
+HEALTH_BOUND_S=${HEALTH_BOUND_S:-5}
+agent_pid=""
+n=0 failed=0
+
+stop_agent() {
+	[ -n "$agent_pid" ] || return 0
+	kill -TERM "$agent_pid" 2>/dev/null || true
+	timeout 20 tail --pid="$agent_pid" -f /dev/null || kill -KILL "$agent_pid" 2>/dev/null || true
+	wait "$agent_pid" 2>/dev/null || true
+	agent_pid=""
+}
+
+cleanup() {
+	stop_agent
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+tap() {	# RC NAME
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+		[ -s "$WORK/body" ] && echo "#   last body: $(head -c 400 "$WORK/body")"
+	fi
+	return 0
+}
+
+check() {	# NAME COMMAND...: ok when the command succeeds
+	local name=$1
+	shift
+	if "$@"; then tap 0 "$name"; else tap 1 "$name"; fi
+}
+
+start_agent() {	# extra options...
+	"$AGENT" --listen "127.0.0.1:$PORT" --bin-dir "$WORK/bin" \
+		--state-dir "$WORK/state" "$@" 2>>"$WORK/agent.log" &
+	agent_pid=$!
+	for _ in $(seq 100); do
+		curl -fsS -m 2 -o /dev/null "$BASE/v1/health" 2>/dev/null && return 0
+		kill -0 "$agent_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# call METHOD PATH [curl args...]: sets STATUS, CODE (the problem code) and
+# writes the body to $WORK/body.
+call() {
+	local method=$1 path=$2
+	shift 2
+	STATUS=$(curl -sS -m 30 -o "$WORK/body" -w '%{http_code}' -X "$method" "$@" \
+		"$BASE$path" 2>>"$WORK/curl.log") || STATUS=000
+	CODE=$(jq -r '.code // empty' "$WORK/body" 2>/dev/null) || CODE=""
+	[ "$STATUS" != 201 ] || reap_started
+}
+
+# An attack that started something: stop it at once (the agent leaves
+# its workloads running when it exits).
+reap_started() {
+	local id
+	id=$(jq -r '.id // empty' "$WORK/body")
+	[ -n "$id" ] || return 0
+	curl -s -m 30 -o /dev/null -X DELETE -H @"$WORK/auth" "$BASE/v1/workloads/$id" || true
+}
+
+not() { ! "$@"; }
+
+acall() {	# as call, with the token (from a file: never in argv)
+	call "$@" -H @"$WORK/auth"
+}
+
+health_ok() {	# /v1/health answers 200 within HEALTH_BOUND_S
+	local code
+	code=$(curl -sS -m "$HEALTH_BOUND_S" -o /dev/null -w '%{http_code}' \
+		"$BASE/v1/health" 2>/dev/null) || return 1
+	[ "$code" = 200 ]
+}
+
+# expect NAME STATUS CODE: the last reply, and the agent still answering
+expect() {
+	local rc=0
+	[ "$STATUS" = "$2" ] && [ "$CODE" = "$3" ] || rc=1
+	health_ok || rc=1
+	tap "$rc" "$1: $2 $3 (got $STATUS ${CODE:-no code}), health answers"
+}
+
+# Every attack aims its files at $OUT (a shared /tmp cannot be watched:
+# other programs write there): it must stay empty, the program directory
+# unchanged.
+OUT=$WORK/outside
+snapshot() {
+	find "$OUT" "$WORK/bin" -mindepth 1 -newer "$WORK/stamp"
+}
+
+make -s -C "$HERE/../workloads" all >/dev/null
+mkdir -p "$WORK/bin" "$WORK/state" "$OUT"
+for p in sigstorm sigsend sigmig-ctl withrlimit sigledger; do
+	[ -x "$WL/$p" ] || { echo "hostile: $WL/$p was not built" >&2; exit 1; }
+	ln -s "$WL/$p" "$WORK/bin/$p"
+done
+ln -s "$AGENT" "$WORK/bin/sigmig-agent"
+ln -s /bin/sh "$WORK/bin/sh"
+printf 'Authorization: Bearer %s\n' "$TOKEN" >"$WORK/auth"
+touch "$WORK/stamp"
+JSON=(-H 'Content-Type: application/json')
+
+printf '%s\n' "$TOKEN" >"$WORK/auth.token"
+start_agent --token-file "$WORK/auth.token" ||
+	{ echo "not ok 1 - the agent did not come up"; cat "$WORK/agent.log"; exit 1; }
+
+# ---------------------------------------------------------------- no command execution
+marker=$OUT/pwned
+for prog in withrlimit sigmig-agent sigmig-ctl sigledger sh; do
+	case $prog in
+	withrlimit) args='["1000","sh","-c","id > '"$marker"'"]' ;;
+	sigmig-agent) args='["--listen","127.0.0.1:'$((PORT + 1))'","--bin-dir","/bin"]' ;;
+	*) args='["-c","id > '"$marker"'"]' ;;
+	esac
+	acall POST /v1/workloads "${JSON[@]}" -d "{\"program\":\"$prog\",\"control\":false,\"args\":$args}"
+	expect "starting $prog is refused" 403 program_not_allowed
+done
+check "no refused program ran (no $marker)" test ! -e "$marker"
+check "no second agent listens" \
+	test "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((PORT + 1))/v1/health")" = 000
+call GET /v1/capabilities
+check "capabilities lists only workload programs ($(jq -c .programs "$WORK/body"))" \
+	jq -e '.programs - ["sigstorm", "sigstorm32", "sigsend"] == []' "$WORK/body"
+
+# ---------------------------------------------------------------- agent-owned options in every spelling
+spelled=0 refused=0
+for opt in ctl ledger restore restore-hold; do
+	for ((i = 1; i <= ${#opt}; i++)); do
+		for form in "--${opt:0:i}" "--${opt:0:i}=$OUT/owned"; do
+			spelled=$((spelled + 1))
+			acall POST /v1/workloads "${JSON[@]}" \
+				-d "{\"program\":\"sigstorm\",\"control\":false,\"args\":[\"$form\",\"$OUT/owned\"]}"
+			if [ "$STATUS" = 400 ] && [ "$CODE" = invalid_field ]; then
+				refused=$((refused + 1))
+			else
+				echo "# $form: $STATUS $CODE"
+			fi
+		done
+	done
+done
+all_refused() { [ "$refused" = "$spelled" ] && [ ! -e "$OUT/owned" ] && health_ok; }
+check "every prefix and = spelling of an agent-owned option is 400 ($refused of $spelled)" all_refused
+
+# ---------------------------------------------------------------- nothing changed outside
+stray=$(snapshot)
+check "nothing changed outside the state directory${stray:+: $stray}" test -z "$stray"
+
+stop_agent
+check "no sanitizer report in the agent's log" \
+	not grep -q 'ERROR: AddressSanitizer\|runtime error:' "$WORK/agent.log"
+echo "1..$n"
+[ "$failed" = 0 ]

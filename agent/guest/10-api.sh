@@ -68,7 +68,7 @@ check "freeze: state frozen" test "$(jqb .workload.state)" = frozen
 areq POST "/v1/workloads/$W/freeze"
 expect "POST freeze twice is 409 wrong_state" 409 wrong_state
 
-areq POST /v1/workloads -d "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"600\",\"--seed\",\"7\"]}"
+areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"600\",\"--seed\",\"7\"]}"
 expect "POST /v1/workloads starts sigsend (control false)" 201
 S=$(jqb .id)
 note_pid "$S" "$(jqb .pid)"
@@ -209,24 +209,24 @@ else
 fi
 
 # ---------------------------------------------------------------- migrate
-areq POST "/v1/workloads/$W/migrate" -d '{"target":"ftp://x"}'
+areq POST "/v1/workloads/$W/migrate" --json '{"target":"ftp://x"}'
 expect "migrate: bad target is 400" 400 invalid_field
-areq POST "/v1/workloads/$W/migrate" -d '{"target":"http://127.0.0.1:9","timeout_ms":3000}'
+areq POST "/v1/workloads/$W/migrate" --json '{"target":"http://127.0.0.1:9","timeout_ms":3000}'
 if [ "$IFACE" = true ]; then
 	expect "migrate to a dead target is 502 target_unreachable" 502 target_unreachable
 	check "after a failed migration the original runs" state_is "$W" running
-	areq POST "/v1/workloads/$W/migrate" -d "{\"target\":\"$BASE\",\"token\":\"wrong\"}"
+	areq POST "/v1/workloads/$W/migrate" --json "{\"target\":\"$BASE\",\"token\":\"wrong\"}"
 	expect "migrate with a token the target refuses is 502 target_rejected" 502 target_rejected
 	check "target_rejected carries the target's code" test "$(jqb .cause)" = unauthorized
 	check "after a rejected migration the original runs" state_is "$W" running
 	# Pile up queued signals, as an operator would before migrating.
 	areq POST "/v1/workloads/$W/freeze"
 	expect "freeze before migrating" 200
-	areq POST /v1/workloads -d "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"400\",\"--seed\",\"9\",\"--kinds\",\"sigqueue,tgsigqueue\"]}"
+	areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"400\",\"--seed\",\"9\",\"--kinds\",\"sigqueue,tgsigqueue\"]}"
 	S2=$(jqb .id)
 	note_pid "$S2" "$(jqb .pid)"
 	check "sigsend into the frozen workload finishes" wait_for 120 state_is "$S2" exited
-	areq POST "/v1/workloads/$W/migrate" -d "{\"target\":\"$BASE\",\"token\":\"$TOKEN\"}"
+	areq POST "/v1/workloads/$W/migrate" --json "{\"target\":\"$BASE\",\"token\":\"$TOKEN\"}"
 	expect "migrate a frozen workload to an agent (here: itself) commits" 200
 	cp "$BODY" "$WORK/migrate.json"
 	echo "# migrate timings: $(jq -c .timings "$BODY") signals $(jqb .signals) image $(jqb .image_bytes) B"
@@ -266,20 +266,24 @@ try "malformed workload id is 404" 404 unknown_workload req GET /v1/workloads/bo
 try "PUT /v1/workloads is 405" 405 method_not_allowed req PUT /v1/workloads
 check "405 carries Allow" test "$(header Allow)" = "GET, HEAD, POST"
 try "DELETE /v1/health is 405" 405 method_not_allowed req DELETE /v1/health
-try "POST without a token is 401" 401 unauthorized req POST /v1/workloads -d '{"program":"sigstorm"}'
+try "POST without a token is 401" 401 unauthorized req POST /v1/workloads --json '{"program":"sigstorm"}'
 check "401 carries WWW-Authenticate" sh -c "grep -qi '^www-authenticate: Bearer' '$HEADERS'"
-try "POST with a wrong token is 401" 401 unauthorized req POST /v1/workloads -H 'Authorization: Bearer nope' -d '{"program":"sigstorm"}'
+try "POST with a wrong token is 401" 401 unauthorized req POST /v1/workloads -H 'Authorization: Bearer nope' --json '{"program":"sigstorm"}'
 try "DELETE without a token is 401" 401 unauthorized req DELETE "/v1/workloads/$W"
-try "malformed JSON is 400" 400 malformed_json areq POST /v1/workloads -d '{"program":'
-try "unknown member is 400" 400 unknown_field areq POST /v1/workloads -d '{"program":"sigstorm","colour":1}'
-try "a path as program is 400" 400 invalid_field areq POST /v1/workloads -d '{"program":"../../bin/sh"}'
-try "a program that is not a workload is 403" 403 program_not_allowed areq POST /v1/workloads -d '{"program":"nosuchprog"}'
-try "agent-owned option is 400" 400 invalid_field areq POST /v1/workloads -d '{"program":"sigstorm","args":["--ctl","/tmp/x"]}'
+try "malformed JSON is 400" 400 malformed_json areq POST /v1/workloads --json '{"program":'
+try "unknown member is 400" 400 unknown_field areq POST /v1/workloads --json '{"program":"sigstorm","colour":1}'
+try "a path as program is 400" 400 invalid_field areq POST /v1/workloads --json '{"program":"../../bin/sh"}'
+try "a program that is not a workload is 403" 403 program_not_allowed areq POST /v1/workloads --json '{"program":"nosuchprog"}'
+try "agent-owned option is 400" 400 invalid_field areq POST /v1/workloads --json '{"program":"sigstorm","args":["--ctl","/tmp/x"]}'
 try "a text/plain body is 415" 415 unsupported_media_type areq POST /v1/workloads -H 'Content-Type: text/plain' -d '{"program":"sigstorm"}'
+try "a form-urlencoded body (curl -d) is 415" 415 unsupported_media_type areq POST /v1/workloads -d '{"program":"sigstorm"}'
+try "a body without Content-Type is 415" 415 unsupported_media_type areq POST /v1/workloads -H 'Content-Type:' -d '{"program":"sigstorm"}'
+try "application/jsonx is not JSON: 415" 415 unsupported_media_type areq POST /v1/workloads -H 'Content-Type: application/jsonx' -d '{"program":"nosuchprog"}'
+try "application/json with a charset is JSON" 403 program_not_allowed areq POST /v1/workloads -H 'Content-Type: application/json; charset=utf-8' -d '{"program":"nosuchprog"}'
 head -c 5000 /dev/zero | tr '\0' ' ' >"$WORK/big"
 try "a body over --max-body is 413" 413 body_too_large areq POST /v1/workloads -H 'Content-Type: application/json' --data-binary "@$WORK/big"
 try "a chunked body over --max-body is 413" 413 body_too_large areq POST /v1/workloads -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary "@$WORK/big"
-try "migrating a workload without runtime is 409" 409 no_runtime areq POST "/v1/workloads/$S/migrate" -d '{"target":"http://127.0.0.1:9"}'
+try "migrating a workload without runtime is 409" 409 no_runtime areq POST "/v1/workloads/$S/migrate" --json '{"target":"http://127.0.0.1:9"}'
 
 # ---------------------------------------------------------------- stop, shutdown
 areq DELETE "/v1/workloads/$S"

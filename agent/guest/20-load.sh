@@ -24,7 +24,7 @@ trap 'exit 143' TERM
 
 start_agent --log-level info || { echo "not ok 1 - agent did not come up"; exit 1; }
 ok "agent up"
-areq POST /v1/workloads -d '{"program":"sigstorm","args":["--threads","2"]}'
+areq POST /v1/workloads --json '{"program":"sigstorm","args":["--threads","2"]}'
 expect "sigstorm started" 201
 W=$(jqb .id)
 note_pid "$W" "$(jqb .pid)"

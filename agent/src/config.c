@@ -21,6 +21,7 @@ enum {
 	OPT_RESTORE_TIMEOUT,
 	OPT_MAX_WORKLOADS,
 	OPT_MAX_CONNECTIONS,
+	OPT_INSECURE_LOOPBACK,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -38,6 +39,7 @@ static const struct option long_options[] = {
 	{ "restore-timeout-ms", required_argument, NULL, OPT_RESTORE_TIMEOUT },
 	{ "max-workloads", required_argument, NULL, OPT_MAX_WORKLOADS },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+	{ "insecure-loopback", no_argument, NULL, OPT_INSECURE_LOOPBACK },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -49,10 +51,12 @@ void config_usage(FILE *out)
 		"usage: sigmig-agent [options]\n"
 		"  --listen ADDR:PORT        bind address (default 0.0.0.0:8080)\n"
 		"  --port PORT               same as --listen 0.0.0.0:PORT\n"
-		"  --token TOKEN             bearer token for mutating endpoints\n"
+		"  --token TOKEN             bearer token (shows in ps: prefer the file)\n"
 		"  --token-file FILE         read the token from FILE (first line)\n"
 		"                            (default: $SIGMIG_AGENT_TOKEN, which is then\n"
-		"                            removed from the environment; none: open)\n"
+		"                            removed from the environment)\n"
+		"  --insecure-loopback       run without a token, on 127.0.0.1 only\n"
+		"                            (without it, no token: the agent refuses to start)\n"
 		"  --max-body BYTES          JSON body cap, K/M/G suffixes (default 64K)\n"
 		"  --max-image BYTES         image upload cap (default 256M)\n"
 		"  --log-level LEVEL         error|warn|info|debug (default info)\n"
@@ -155,11 +159,13 @@ static int apply_option(struct agent_config *cfg, int opt, const char *arg,
 		if (parse_listen(arg, cfg->listen_addr, sizeof(cfg->listen_addr),
 				 &cfg->port))
 			return bad(err, errlen, "listen", arg);
+		cfg->addr_given = arg[0] != ':' && strchr(arg, ':');
 		return 0;
 	case OPT_PORT:
 		if (parse_listen(arg, cfg->listen_addr, sizeof(cfg->listen_addr),
 				 &cfg->port) || strchr(arg, ':'))
 			return bad(err, errlen, "port", arg);
+		cfg->addr_given = false;
 		return 0;
 	case OPT_TOKEN:
 		return set_token(cfg, arg);
@@ -191,12 +197,40 @@ static int apply_option(struct agent_config *cfg, int opt, const char *arg,
 		if (parse_uint(arg, 1, 4096, &cfg->max_workloads))
 			return bad(err, errlen, "max-workloads", arg);
 		return 0;
+	case OPT_INSECURE_LOOPBACK:
+		cfg->insecure_loopback = true;
+		return 0;
 	case OPT_MAX_CONNECTIONS:
 		if (parse_uint(arg, 2, 4096, &cfg->max_connections))
 			return bad(err, errlen, "max-connections", arg);
 		return 0;
 	}
 	snprintf(err, errlen, "unknown option (see --help)");
+	return -1;
+}
+
+/*
+ * Authentication fails closed: an agent without a token runs only when the
+ * operator says so, and then only where no one else can reach it.
+ */
+static int check_auth(struct agent_config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->insecure_loopback) {
+		if (cfg->token)
+			return 0;
+		snprintf(err, errlen, "no token (--token-file FILE or "
+			 "$SIGMIG_AGENT_TOKEN): refusing to serve an open API; "
+			 "--insecure-loopback runs without one on 127.0.0.1 only");
+		return -1;
+	}
+	if (!cfg->addr_given) {
+		strcpy(cfg->listen_addr, "127.0.0.1");
+		return 0;
+	}
+	if (strncmp(cfg->listen_addr, "127.", 4) == 0)
+		return 0;
+	snprintf(err, errlen, "--insecure-loopback binds a 127.x.x.x address only, "
+		 "not %s", cfg->listen_addr);
 	return -1;
 }
 
@@ -231,7 +265,7 @@ int config_parse(int argc, char **argv, struct agent_config *cfg, char *err,
 		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
-	return 0;
+	return check_auth(cfg, err, errlen);
 }
 
 void config_free(struct agent_config *cfg)

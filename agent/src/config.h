@@ -2,6 +2,7 @@
 #ifndef AGENT_CONFIG_H
 #define AGENT_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -13,7 +14,9 @@
 struct agent_config {
 	char listen_addr[64];
 	uint16_t port;
-	char *token;			/* NULL: mutating endpoints are open */
+	bool addr_given;		/* --listen named an address */
+	bool insecure_loopback;		/* no token needed, 127.x only */
+	char *token;			/* NULL only with insecure_loopback */
 	uint64_t max_body;		/* JSON request bodies */
 	uint64_t max_image;		/* image uploads (POST /v1/restore) */
 	enum log_level log_level;

@@ -42,8 +42,8 @@ static void log_startup(void)
 		 c->sfd.raw ? "yes" : "no", c->sfd.peek ? "yes" : "no",
 		 caps_missing(c)[0] ? " - " : "", caps_missing(c));
 	if (!config.token)
-		log_warn("no bearer token configured: mutating endpoints are open "
-			 "(use --token-file)");
+		log_warn("--insecure-loopback without a token: every endpoint is "
+			 "open to any local user of %s", config.listen_addr);
 	log_info("programs from %s, state in %s, body cap %llu, image cap %llu",
 		 config.bin_dir, config.state_dir,
 		 (unsigned long long)config.max_body,

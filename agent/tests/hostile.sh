@@ -44,7 +44,7 @@ tap() {	# RC NAME
 check() {	# NAME COMMAND...: ok when the command succeeds
 	local name=$1
 	shift
-	if "$@"; then tap 0 "$name"; else tap 1 "$name"; fi
+	if "$@" >/dev/null; then tap 0 "$name"; else tap 1 "$name"; fi
 }
 
 start_agent() {	# extra options...
@@ -120,6 +120,28 @@ printf 'Authorization: Bearer %s\n' "$TOKEN" >"$WORK/auth"
 touch "$WORK/stamp"
 JSON=(-H 'Content-Type: application/json')
 
+# ---------------------------------------------------------------- authentication fails closed
+# refuses_to_start NAME OPTIONS...: exits 2 at once, nothing listening
+refuses_to_start() {
+	local name=$1 rc=0
+	shift
+	env -u SIGMIG_AGENT_TOKEN timeout 20 "$AGENT" --bin-dir "$WORK/bin" \
+		--state-dir "$WORK/state" "$@" 2>"$WORK/refused.log" || rc=$?
+	check "$name: exits 2 ($rc: $(head -c 200 "$WORK/refused.log"))" test "$rc" = 2
+}
+refuses_to_start "no token" --listen "127.0.0.1:$PORT"
+refuses_to_start "an empty token file" --listen "127.0.0.1:$PORT" --token-file /dev/null
+refuses_to_start "--insecure-loopback on 0.0.0.0" --insecure-loopback --listen "0.0.0.0:$PORT"
+env -u SIGMIG_AGENT_TOKEN "$AGENT" --insecure-loopback --port "$PORT" --bin-dir "$WORK/bin" \
+	--state-dir "$WORK/state" 2>>"$WORK/agent.log" &
+agent_pid=$!
+wait_until_up() { for _ in $(seq 100); do health_ok && return 0; sleep 0.1; done; return 1; }
+check "--insecure-loopback --port serves on 127.0.0.1" wait_until_up
+listening_on() { ss -Hltn "sport = :$PORT" | awk '{ print $4 }'; }
+check "--insecure-loopback binds 127.0.0.1 only ($(listening_on))" \
+	test "$(listening_on)" = "127.0.0.1:$PORT"
+stop_agent
+
 printf '%s\n' "$TOKEN" >"$WORK/auth.token"
 start_agent --token-file "$WORK/auth.token" ||
 	{ echo "not ok 1 - the agent did not come up"; cat "$WORK/agent.log"; exit 1; }
@@ -160,6 +182,28 @@ for opt in ctl ledger restore restore-hold; do
 done
 all_refused() { [ "$refused" = "$spelled" ] && [ ! -e "$OUT/owned" ] && health_ok; }
 check "every prefix and = spelling of an agent-owned option is 400 ($refused of $spelled)" all_refused
+
+# ---------------------------------------------------------------- no or wrong token, cross-site bodies
+routes=(POST:/v1/workloads DELETE:/v1/workloads/w1 POST:/v1/workloads/w1/freeze
+	POST:/v1/workloads/w1/thaw POST:/v1/workloads/w1/checkpoint
+	POST:/v1/workloads/w1/migrate POST:/v1/restore)
+for r in "${routes[@]}"; do
+	call "${r%%:*}" "${r#*:}"
+	expect "${r%%:*} ${r#*:} without a token" 401 unauthorized
+	call "${r%%:*}" "${r#*:}" -H "Authorization: Bearer ${TOKEN}x"
+	expect "${r%%:*} ${r#*:} with a wrong token" 401 unauthorized
+done
+form='{"program":"sigstorm","control":false}'
+acall POST /v1/workloads -d "$form"
+expect "a form-urlencoded body (what a cross-site form sends)" 415 unsupported_media_type
+acall POST /v1/workloads -H 'Content-Type: text/plain' -d "$form"
+expect "a text/plain body" 415 unsupported_media_type
+acall POST /v1/workloads -H 'Content-Type: multipart/form-data; boundary=x' -d "$form"
+expect "a multipart body" 415 unsupported_media_type
+acall POST /v1/workloads -H 'Content-Type:' -d "$form"
+expect "a body without Content-Type" 415 unsupported_media_type
+acall POST /v1/workloads -H 'Content-Type: application/json-seq' -d "$form"
+expect "application/json-seq is not application/json" 415 unsupported_media_type
 
 # ---------------------------------------------------------------- nothing changed outside
 stray=$(snapshot)

@@ -194,7 +194,7 @@ run_migration() {
 	python3 "$REPO/orchestrate/report/report.py" "$result" --html "$html" || rc=$?
 	printf '\n  total demo time %s\n' "$(fmt_time $((SECONDS - START)))" >&2
 	if [ "$keep" = 1 ]; then
-		say "guests still up: A=$SIGMIG_A_URL B=$SIGMIG_B_URL token=$SIGMIG_TOKEN (Ctrl-C to stop)"
+		say "guests still up: A=$SIGMIG_A_URL B=$SIGMIG_B_URL, token in build/run/$SIGMIG_TWO_GUESTS_NAME.env (Ctrl-C to stop)"
 		while :; do sleep 3600; done
 	fi
 	return "$rc"

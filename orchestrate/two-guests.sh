@@ -28,6 +28,7 @@ command=()
 guest_pids=()
 relay_pid=""
 command_pid=""
+scan_pid=""
 qemu_pids=()
 STATE=""
 
@@ -128,8 +129,8 @@ teardown() {
 	# Both at once: each run-guest.sh stops its own QEMU.
 	stop_pids -t 15 "${guest_pids[@]}"
 	stop_pids -t 15 "${qemu_pids[@]}"
-	stop_pids -t 15 "$relay_pid"
-	guest_pids=() relay_pid=""
+	stop_pids -t 15 "$relay_pid" "$scan_pid"
+	guest_pids=() relay_pid="" scan_pid=""
 	[ -z "$STATE" ] || rm -f "$STATE"
 }
 
@@ -150,16 +151,59 @@ start_relay() {
 	wait_until 30 "the link relay" relay_ready || die "link relay not ready after 30s"
 }
 
+# The token reaches the guests in a second initramfs appended to the built
+# one (the kernel unpacks concatenated archives in order), as the file
+# /sigmig/token: on QEMU's -append it would show in the host's ps and in the
+# guests' /proc/cmdline. The copy holds the token: private, removed on exit.
+make_token_initrd() {
+	local dir
+	runtime_dir dir token
+	mkdir -p "$dir/root/sigmig"
+	(umask 077 && printf '%s\n' "$token" >"$dir/root/sigmig/token")
+	(cd "$dir/root" && echo sigmig/token | cpio -o -H newc --quiet) | gzip -n >"$dir/token.cpio.gz"
+	rm -rf "$dir/root"
+	run_initrd=$dir/initramfs.cpio.gz
+	(umask 077 && cat "$initrd" "$dir/token.cpio.gz" >"$run_initrd")
+}
+
+# While the guests run, no process's command line may hold the token (ps
+# shows every command line to every user): all of /proc is scanned every
+# second, with builtins only (a grep for the token would itself carry it).
+# $LOGS/$name-token-scan.log says "scans=N leaks=M", then one line per leak.
+cmdlines_with_token() {
+	local f args
+	for f in /proc/[0-9]*/cmdline; do
+		mapfile -d '' args <"$f" 2>/dev/null || continue
+		[[ "${args[*]}" != *"$token"* ]] || printf '%s %s\n' "${f//[!0-9]/}" "${args[0]}"
+	done
+}
+
+scan_token() {
+	local out=$LOGS/$name-token-scan.log scans=0 leaks=0 hits
+	: >"$out.leaks"
+	while :; do
+		hits=$(cmdlines_with_token)
+		scans=$((scans + 1))
+		if [ -n "$hits" ]; then
+			leaks=$((leaks + $(wc -l <<<"$hits")))
+			printf 'leak: pid %s\n' "$hits" >>"$out.leaks"
+		fi
+		{ echo "scans=$scans leaks=$leaks"; cat "$out.leaks"; } >"$out.tmp"
+		mv "$out.tmp" "$out"
+		sleep 1
+	done
+}
+
 # no_timer_check: on a loaded host, TCG can be too slow for the kernel's
 # IO-APIC timer check, which then panics ("IO-APIC + timer doesn't work").
 start_guest() {
 	local g=$1 bz=$2 mgmt=$3 link=$4
-	"$REPO/orchestrate/run-guest.sh" --kernel "$bz" --initrd "$initrd" \
+	"$REPO/orchestrate/run-guest.sh" --kernel "$bz" --initrd "$run_initrd" \
 		--role agent --guest "$g" --name "$name-$g" --quiet \
 		--log "$LOGS/$name-$g.console.log" \
 		--timeout 86400 --accel "$accel" \
 		--mgmt-port "$mgmt" --link "connect=127.0.0.1:$link" \
-		--append "sigmig.token=$token no_timer_check $append" \
+		--append "no_timer_check $append" \
 		>"$LOGS/$name-$g.run-guest.log" 2>&1 &
 	guest_pids+=($!)
 }
@@ -250,6 +294,9 @@ main() {
 	B_CONSOLE="$LOGS/$name-b.console.log"
 	say "link relay on 127.0.0.1:$((port_base + 2))/$((port_base + 3)) (log $LOGS/$name-relay.log)"
 	start_relay
+	make_token_initrd
+	scan_token &
+	scan_pid=$!
 	say "booting guest A ($A_URL) and guest B ($B_URL$([ "$kernel_b" = "$kernel" ] || echo ", kernel $(basename "$(dirname "$kernel_b")")"))"
 	start_guest a "$kernel" "$port_base" $((port_base + 2))
 	start_guest b "$kernel_b" $((port_base + 1)) $((port_base + 3))
@@ -269,7 +316,7 @@ main() {
 		kill -0 "$command_pid" 2>/dev/null || command_pid=""
 		return "$rc"
 	fi
-	say "both agents up: A=$A_URL B=$B_URL token=$token"
+	say "both agents up: A=$A_URL B=$B_URL (token: SIGMIG_TOKEN in $STATE)"
 	say "environment in $STATE (source it in another shell); Ctrl-C to stop"
 	wait -n "${guest_pids[@]}" || true
 	die "a guest stopped"

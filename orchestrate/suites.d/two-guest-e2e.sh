@@ -58,6 +58,18 @@ reply_conforms migrate.json POST /v1/workloads/w1/migrate
 reply_conforms workload-b.json GET /v1/workloads/w1
 check_verdict "happy path"
 
+# The token reached the guests in a file: never in a command line on the
+# host (two-guests.sh scanned /proc every second) nor in a guest's.
+scan_line=$(head -1 "$REPO/build/logs/$SUITE-happy-token-scan.log" 2>/dev/null)
+[[ $scan_line =~ ^scans=([0-9]+)\ leaks=0$ ]] && [ "${BASH_REMATCH[1]}" -ge 3 ]
+tap $? "the token was in no host process's command line during the run (${scan_line:-no scan log})"
+tail -n +2 "$REPO/build/logs/$SUITE-happy-token-scan.log" 2>/dev/null | head -5 | diag
+for g in a b; do
+	console=$REPO/build/logs/$SUITE-happy-$g.console.log
+	grep -q 'SIGMIG-TOKEN-CMDLINE absent' "$console" && ! grep -q 'SIGMIG-TOKEN-LEAK' "$console"
+	tap $? "guest $g: the agent's token is not in /proc/cmdline"
+done
+
 # Senders that do not stop for the move: two on A, every send kind, standard
 # and real-time, from before the freeze until after the original is gone
 # (their sends then fail with ESRCH). What reaches A's queues after the DUMP

@@ -47,7 +47,7 @@ Usage: migrate.sh [options]
                       as is (no shell), with MIGRATE_OUT (the --out directory)
                       and the caller's environment
   --during-migrate CMD [ARG...] ';'   the same, in the background during the call
-  --snapshot-limit N  records per queue in the before/after snapshots (default 100000)
+  --snapshot-limit N  records per queue in the before/after snapshots (default 100000, the agent's maximum)
   --resume-at-once    let the source agent resume the copy on B right after
                       its commit (downtime = freeze to resume); by default
                       the copy is held frozen until its queues are read, so
@@ -132,7 +132,7 @@ parse_args() {
 	[[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads: a positive number"
 	[[ $signals =~ ^[1-9][0-9]*$ ]] || die "--signals: a positive number"
 	[[ $after =~ ^[0-9]+$ ]] || die "--after: a number"
-	[[ $snapshot_limit =~ ^[0-9]+$ ]] || die "--snapshot-limit: a number"
+	[[ $snapshot_limit =~ ^[0-9]+$ ]] && [ "$snapshot_limit" -le 100000 ] || die "--snapshot-limit: a number up to 100000 (the agent's maximum)"
 	[[ $live_rate =~ ^[0-9]+$ ]] || die "--live-senders: a number of sends per second"
 	[[ $live_seconds =~ ^[1-9][0-9]*$ ]] || die "--live-seconds: a positive number"
 	out=${out:-$SIGMIG_REPO/build/migrate/$(date +%Y%m%d-%H%M%S)-$$}

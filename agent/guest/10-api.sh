@@ -79,7 +79,7 @@ req GET "/v1/workloads/$S/log"
 expect "GET log of sigsend" 200
 
 if [ "$IFACE" = true ]; then
-	req GET "/v1/workloads/$W/signals?limit=100000"
+	areq GET "/v1/workloads/$W/signals?limit=100000"
 	expect "GET signals" 200
 	cp "$BODY" "$WORK/signals1.json"
 	TOTAL=$(jqb .pending_total)
@@ -95,13 +95,13 @@ if [ "$IFACE" = true ]; then
 		jq -e '[.shared.signals[], .threads[].pending.signals[] | select(.layout == "kill")] | all(has("pid") and (has("value") | not))' "$BODY"
 	check "signals: code names seen" jq -e '[.. | .code_name? // empty] | unique | length >= 1' "$BODY"
 	echo "# layouts: $(jq -c '[.shared.signals[], .threads[].pending.signals[] | .code_name] | group_by(.) | map({(.[0]): length}) | add' "$BODY")"
-	req GET "/v1/workloads/$W/signals?limit=100000"
+	areq GET "/v1/workloads/$W/signals?limit=100000"
 	check "signals: a second read sees the same queues (PEEK never dequeues)" \
 		sh -c "jq -S '{shared, threads}' '$BODY' >'$WORK/s2' && jq -S '{shared, threads}' '$WORK/signals1.json' >'$WORK/s1' && cmp -s '$WORK/s1' '$WORK/s2'"
-	req GET "/v1/workloads/$W/signals?limit=2"
+	areq GET "/v1/workloads/$W/signals?limit=2"
 	check "signals: limit truncates the lists but not the counts" \
 		jq -e --argjson t "$TOTAL" '.pending_total == $t and ([.threads[].pending.signals | length] | max) <= 2' "$BODY"
-	req GET "/v1/workloads/$W/signals?limit=lots"
+	areq GET "/v1/workloads/$W/signals?limit=lots"
 	expect "signals: bad limit is 400" 400 invalid_parameter
 
 	areq POST "/v1/workloads/$W/checkpoint"
@@ -111,7 +111,7 @@ if [ "$IFACE" = true ]; then
 	check "checkpoint: X-Sigmig-Signals = pending_total" test "$(header X-Sigmig-Signals)" = "$TOTAL"
 	check "checkpoint: starts with the image magic" sh -c "head -c 8 '$WORK/image' | grep -q SIGMIGIM"
 else
-	req GET "/v1/workloads/$W/signals"
+	areq GET "/v1/workloads/$W/signals"
 	expect "GET signals without the kernel interface is 503" 503 kernel_unsupported
 	areq POST "/v1/workloads/$W/checkpoint"
 	expect "checkpoint without the kernel interface is 503" 503 kernel_unsupported
@@ -145,7 +145,7 @@ if [ "$IFACE" = true ]; then
 	check "restore hold: frozen, held, restored, verified" jq -e '.state == "frozen" and .held == true and .restored and .restore.verified == true' "$BODY"
 	areq POST "/v1/workloads/$R/checkpoint"
 	expect "restore hold: checkpoint of a held copy is 409" 409 wrong_state
-	req GET "/v1/workloads/$R/signals?limit=100000"
+	areq GET "/v1/workloads/$R/signals?limit=100000"
 	expect "restore hold: the held copy's signals can be read" 200
 	# Timers re-armed by the restore may queue more while held: the image's
 	# records must be the head of every queue, byte for byte, in order.
@@ -262,7 +262,7 @@ fi
 # ---------------------------------------------------------------- errors
 try "unknown path is 404" 404 not_found req GET /v1/nope
 try "unknown workload is 404" 404 unknown_workload req GET /v1/workloads/w999999
-try "malformed workload id is 404" 404 unknown_workload req GET /v1/workloads/bogus/signals
+try "malformed workload id is 404" 404 unknown_workload areq GET /v1/workloads/bogus/signals
 try "PUT /v1/workloads is 405" 405 method_not_allowed req PUT /v1/workloads
 check "405 carries Allow" test "$(header Allow)" = "GET, HEAD, POST"
 try "DELETE /v1/health is 405" 405 method_not_allowed req DELETE /v1/health
@@ -270,6 +270,9 @@ try "POST without a token is 401" 401 unauthorized req POST /v1/workloads --json
 check "401 carries WWW-Authenticate" sh -c "grep -qi '^www-authenticate: Bearer' '$HEADERS'"
 try "POST with a wrong token is 401" 401 unauthorized req POST /v1/workloads -H 'Authorization: Bearer nope' --json '{"program":"sigstorm"}'
 try "DELETE without a token is 401" 401 unauthorized req DELETE "/v1/workloads/$W"
+try "GET signals (it freezes the workload) without a token is 401" 401 unauthorized req GET "/v1/workloads/$W/signals?limit=1"
+try "GET signals with a wrong token is 401" 401 unauthorized req GET "/v1/workloads/$W/signals" -H 'Authorization: Bearer nope'
+try "signals: limit above 100000 is 400" 400 invalid_parameter areq GET "/v1/workloads/$W/signals?limit=100001"
 try "malformed JSON is 400" 400 malformed_json areq POST /v1/workloads --json '{"program":'
 try "unknown member is 400" 400 unknown_field areq POST /v1/workloads --json '{"program":"sigstorm","colour":1}'
 try "a path as program is 400" 400 invalid_field areq POST /v1/workloads --json '{"program":"../../bin/sh"}'

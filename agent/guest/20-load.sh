@@ -59,13 +59,23 @@ while read -r method path want; do
 	expect "sample: $method $path is $want" "$want"
 done <<EOF
 $PLAN
+EOF
+# Reading the queues freezes the workload: the token is needed.
+while read -r method path want; do
+	areq "$method" "$path"
+	expect "sample: $method $path is $want" "$want"
+done <<EOF
 $PEEKS
 EOF
+# The token for the load generator, in a file: not on its command line.
+(umask 077 && printf '%s\n' "$TOKEN" >"$WORK/token")
 
-loadgen() {	# PLAN CLIENTS REQUESTS: the plan's requests, the report in round.out
+loadgen() {	# PLAN CLIENTS REQUESTS [TOKEN_FILE]: the plan's requests, the report in round.out
 	l_plan=$1
+	l_token=${4:-}
 	shift
 	set -- --url "$BASE" --clients "$1" --requests "$2" --max-seconds "$ROUND_SECONDS"
+	[ -z "$l_token" ] || set -- "$@" --token-file "$l_token"
 	while read -r method path want; do
 		set -- "$@" --plan "$method $path $want"
 	done <<EOF
@@ -85,7 +95,7 @@ round() {	# NAME
 }
 
 peeks() {	# N sequential pending-signal reads through the runtime
-	if loadgen "$PEEKS" 1 "$1"; then
+	if loadgen "$PEEKS" 1 "$1" "$WORK/token"; then
 		ok "$1 sequential peeks/inspects: $(tail -1 "$WORK/round.out")"
 	else
 		not_ok "sequential peeks"

@@ -33,10 +33,17 @@ struct request;
 struct reply;
 typedef void (*route_handler)(struct request *req, struct reply *out);
 
+/* Beyond POST and DELETE: a read that freezes the workload or is costly. */
+enum route_auth {
+	AUTH_BY_METHOD,
+	AUTH_ALWAYS,
+};
+
 struct route_method {
 	enum http_method method;
 	route_handler handler;
 	enum body_kind body;
+	enum route_auth auth;
 };
 
 struct route {

@@ -217,7 +217,9 @@ static bool authorized(struct request *req)
 {
 	const char *auth;
 
-	if (!agent.cfg->token || !method_is_mutating(req->method))
+	if (!agent.cfg->token)
+		return true;
+	if (!method_is_mutating(req->method) && req->rm->auth != AUTH_ALWAYS)
 		return true;
 	auth = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
 					   MHD_HTTP_HEADER_AUTHORIZATION);

@@ -186,12 +186,16 @@ check "every prefix and = spelling of an agent-owned option is 400 ($refused of 
 # ---------------------------------------------------------------- no or wrong token, cross-site bodies
 routes=(POST:/v1/workloads DELETE:/v1/workloads/w1 POST:/v1/workloads/w1/freeze
 	POST:/v1/workloads/w1/thaw POST:/v1/workloads/w1/checkpoint
-	POST:/v1/workloads/w1/migrate POST:/v1/restore)
+	POST:/v1/workloads/w1/migrate POST:/v1/restore GET:/v1/workloads/w1/signals)
 for r in "${routes[@]}"; do
 	call "${r%%:*}" "${r#*:}"
 	expect "${r%%:*} ${r#*:} without a token" 401 unauthorized
 	call "${r%%:*}" "${r#*:}" -H "Authorization: Bearer ${TOKEN}x"
 	expect "${r%%:*} ${r#*:} with a wrong token" 401 unauthorized
+done
+for limit in 100001 1000000 99999999999999999999 1e9 -1; do
+	acall GET "/v1/workloads/w1/signals?limit=$limit"
+	expect "GET signals?limit=$limit (it freezes and grows with limit)" 400 invalid_parameter
 done
 form='{"program":"sigstorm","control":false}'
 acall POST /v1/workloads -d "$form"

@@ -153,10 +153,28 @@ static int add_plan(const char *text)
 	return 0;
 }
 
+/* The token from a file: on the command line, ps would show it. */
+static int read_token_file(const char *path)
+{
+	static char line[512];
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	line[strcspn(line, "\r\n")] = '\0';
+	token = line[0] ? line : NULL;
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: sigmig-loadgen --url http://HOST:PORT [--clients N] "
-		"[--requests PER_CLIENT] [--token T] [--max-seconds S]\n"
+		"[--requests PER_CLIENT] [--token-file F] [--max-seconds S]\n"
 		"       --plan 'METHOD PATH STATUS'...\n");
 	return 2;
 }
@@ -168,6 +186,7 @@ int main(int argc, char **argv)
 		{ "clients", required_argument, NULL, 'c' },
 		{ "requests", required_argument, NULL, 'n' },
 		{ "token", required_argument, NULL, 't' },
+		{ "token-file", required_argument, NULL, 'T' },
 		{ "plan", required_argument, NULL, 'p' },
 		{ "max-seconds", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
@@ -193,6 +212,10 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			token = optarg;
+			break;
+		case 'T':
+			if (read_token_file(optarg))
+				return usage();
 			break;
 		case 'p':
 			if (add_plan(optarg))

@@ -217,7 +217,7 @@ after_rollback() {
 # Signals a sender put there (the workload's own timers, SIGCHLD, SIGIO and
 # mq_notify keep coming and are checked as local signals).
 sent_pending() {	# HOST ID
-	api_to "$1" GET "/v1/workloads/$2/signals?limit=1000000" "$out/.drain.json" || return 1
+	api_to "$1" GET "/v1/workloads/$2/signals?limit=100000" "$out/.drain.json" || return 1
 	jqf "$out/.drain.json" '[(must(.threads)[] | must(.pending.signals)[]), must(.shared.signals)[]]
 		| map(select(.code_name == "SI_USER" or .code_name == "SI_QUEUE" or .code_name == "SI_TKILL")) | length'
 }

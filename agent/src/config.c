@@ -22,6 +22,8 @@ enum {
 	OPT_MAX_WORKLOADS,
 	OPT_MAX_CONNECTIONS,
 	OPT_INSECURE_LOOPBACK,
+	OPT_MAX_PER_CLIENT,
+	OPT_IDLE_TIMEOUT,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -40,6 +42,8 @@ static const struct option long_options[] = {
 	{ "max-workloads", required_argument, NULL, OPT_MAX_WORKLOADS },
 	{ "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
 	{ "insecure-loopback", no_argument, NULL, OPT_INSECURE_LOOPBACK },
+	{ "max-connections-per-client", required_argument, NULL, OPT_MAX_PER_CLIENT },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -65,6 +69,9 @@ void config_usage(FILE *out)
 		"  --restore-timeout-ms MS   wait for a restore (default 120000)\n"
 		"  --max-workloads N         tracked workloads (default 64)\n"
 		"  --max-connections N       concurrent connections (default 64)\n"
+		"  --max-connections-per-client N\n"
+		"                            from one IP address (default 16)\n"
+		"  --idle-timeout S          close a connection idle for S s (default 15)\n"
 		"  --version, --help\n");
 }
 
@@ -81,6 +88,8 @@ static void set_defaults(struct agent_config *cfg)
 	cfg->restore_timeout_ms = 120000;
 	cfg->max_workloads = 64;
 	cfg->max_connections = 64;
+	cfg->max_per_client = 16;
+	cfg->idle_timeout_s = 15;
 }
 
 static int set_token(struct agent_config *cfg, const char *token)
@@ -199,6 +208,14 @@ static int apply_option(struct agent_config *cfg, int opt, const char *arg,
 		return 0;
 	case OPT_INSECURE_LOOPBACK:
 		cfg->insecure_loopback = true;
+		return 0;
+	case OPT_MAX_PER_CLIENT:
+		if (parse_uint(arg, 1, 4096, &cfg->max_per_client))
+			return bad(err, errlen, "max-connections-per-client", arg);
+		return 0;
+	case OPT_IDLE_TIMEOUT:
+		if (parse_uint(arg, 1, 3600, &cfg->idle_timeout_s))
+			return bad(err, errlen, "idle-timeout", arg);
 		return 0;
 	case OPT_MAX_CONNECTIONS:
 		if (parse_uint(arg, 2, 4096, &cfg->max_connections))

@@ -25,6 +25,8 @@ struct agent_config {
 	unsigned int restore_timeout_ms;
 	unsigned int max_workloads;
 	unsigned int max_connections;
+	unsigned int max_per_client;	/* connections from one IP address */
+	unsigned int idle_timeout_s;	/* a connection without traffic is closed */
 };
 
 /*

@@ -418,6 +418,12 @@ int server_start(void)
 		log_error("bad listen address %s", cfg->listen_addr);
 		return -1;
 	}
+	/*
+	 * One thread per connection: idle or trickling clients could hold
+	 * them all and lock out /v1/health and the orchestrator. A client
+	 * address gets a share of them, and an idle connection is closed
+	 * soon (a handler at work, e.g. a restore, is not idle).
+	 */
 	daemon_handle = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 		MHD_USE_ERROR_LOG | MHD_USE_ITC,
@@ -425,7 +431,8 @@ int server_start(void)
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 		MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_client,
+		MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		MHD_OPTION_END);
 	if (!daemon_handle) {

@@ -143,7 +143,10 @@ check "--insecure-loopback binds 127.0.0.1 only ($(listening_on))" \
 stop_agent
 
 printf '%s\n' "$TOKEN" >"$WORK/auth.token"
-start_agent --token-file "$WORK/auth.token" ||
+IDLE_S=3
+PER_CLIENT=16
+start_agent --token-file "$WORK/auth.token" --idle-timeout "$IDLE_S" \
+	--max-connections-per-client "$PER_CLIENT" ||
 	{ echo "not ok 1 - the agent did not come up"; cat "$WORK/agent.log"; exit 1; }
 
 # ---------------------------------------------------------------- no command execution
@@ -208,6 +211,33 @@ acall POST /v1/workloads -H 'Content-Type:' -d "$form"
 expect "a body without Content-Type" 415 unsupported_media_type
 acall POST /v1/workloads -H 'Content-Type: application/json-seq' -d "$form"
 expect "application/json-seq is not application/json" 415 unsupported_media_type
+
+# ---------------------------------------------------------------- connection floods
+# 64 idle and 16 trickling connections from 127.0.0.2 (more than the 64
+# connection threads): /v1/health from 127.0.0.1 must still answer, idle
+# ones must be closed after --idle-timeout, trickling ones stay within the
+# per-client share.
+flood_out=$WORK/flood.out
+timeout 60 /usr/bin/python3 "$HERE/tests/conn-flood.py" "$PORT" 127.0.0.2 64 16 \
+	$((IDLE_S * 3)) >"$flood_out" 2>&1 &
+flood_pid=$!
+for _ in $(seq 100); do grep -q holding "$flood_out" && break; sleep 0.1; done
+slowest_ms=0 answered=0
+for _ in 1 2 3 4 5; do
+	t0=$(date +%s%N)
+	if health_ok; then answered=$((answered + 1)); fi
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$ms" -le "$slowest_ms" ] || slowest_ms=$ms
+	sleep 0.5
+done
+check "/v1/health answers during the flood ($answered of 5, slowest ${slowest_ms} ms, bound ${HEALTH_BOUND_S}s; $(head -1 "$flood_out"))" \
+	test "$answered" = 5
+wait "$flood_pid" || true
+summary=$(tail -1 "$flood_out")
+still=$(sed -n 's/.*still_open=\([0-9]*\).*/\1/p' <<<"$summary")
+check "idle connections closed, the rest within the per-client share of $PER_CLIENT ($summary)" \
+	test "${still:-999}" -le "$PER_CLIENT"
+check "the agent answers after the flood" health_ok
 
 # ---------------------------------------------------------------- nothing changed outside
 stray=$(snapshot)

@@ -328,7 +328,7 @@ int main(int argc, char **argv)
 	long long until;
 
 	parse(argc, argv);
-	log_fd = open(opt.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	log_fd = open(opt.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (log_fd < 0) {
 		perror(opt.log);
 		return 2;

@@ -389,7 +389,7 @@ int main(int argc, char **argv)
 	int ret, t;
 
 	parse(argc, argv);
-	ledger_fd = open(opt.ledger, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	ledger_fd = open(opt.ledger, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (ledger_fd < 0) {
 		fprintf(stderr, "sigstorm: %s: %s\n", opt.ledger, strerror(errno));
 		return 2;

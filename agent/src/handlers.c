@@ -368,8 +368,8 @@ static void send_workload_file(struct request *req, struct reply *out,
 		reply_error(out, req, 404, "no_file", "%s has no %s",
 			    workload_id(w), which);
 	else if ((err = open_reply_file(path, &fd, &len)))
-		reply_error(out, req, 404, "no_file", "%s: %s", path,
-			    strerror(-err));
+		reply_error(out, req, 404, "no_file", "%s: its %s: %s",
+			    workload_id(w), which, strerror(-err));
 	else
 		reply_file(out, 200, type, fd, len);
 	workload_put(w);

@@ -54,8 +54,8 @@ int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 				     timeout_ms);
 	if (ret)
 		return api_error_set(err, 502, "runtime_unreachable",
-				     "%s: %s on %s: %s", w->id, verb, w->sock,
-				     strerror(-ret));
+				     "%s: %s on its control socket: %s", w->id,
+				     verb, strerror(-ret));
 	if (ctl_reply_ok(reply))
 		return 0;
 	api_error_set(err, strcmp(ctl_reply_error(reply), "wrong_state") ? 502 : 409,

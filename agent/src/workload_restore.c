@@ -25,14 +25,16 @@ int wl_write_file(const char *path, const uint8_t *image, size_t len,
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return api_error_set(err, 500, "internal", "%s: %s", path,
+		return api_error_set(err, 500, "internal",
+				     "the image file in the state directory: %s",
 				     strerror(errno));
 	while (len) {
 		n = write(fd, image, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			api_error_set(err, 500, "internal", "%s: %s", path,
+			api_error_set(err, 500, "internal",
+				      "the image file in the state directory: %s",
 				      strerror(errno));
 			close(fd);
 			unlink(path);

@@ -106,13 +106,13 @@ int wl_spawn(struct workload *w, void *args, struct api_error *err)
 
 	unlink(w->sock);
 	if (a->image_tmp && rename(a->image_tmp, w->image))
-		return api_error_set(err, 500, "internal", "%s: %s", w->image,
-				     strerror(errno));
+		return api_error_set(err, 500, "internal", "%s: its image file: %s",
+				     w->id, strerror(errno));
 	build_argv(w, a->path, a->image_tmp != NULL, argv);
 	ret = spawn_child(w, argv, &w->pid);
 	if (ret)
-		return api_error_set(err, 500, "spawn_failed", "%s: %s", a->path,
-				     strerror(ret));
+		return api_error_set(err, 500, "spawn_failed", "%s: %s",
+				     w->program, strerror(ret));
 	clock_gettime(CLOCK_REALTIME, &w->started);
 	log_info("workload %s: started %s (pid %d)%s", w->id, w->program,
 		 w->pid, a->image_tmp ? " to restore an image" : "");
@@ -189,8 +189,8 @@ static int wait_runtime_ready(struct workload *w, struct api_error *err)
 		if (clock_mono_ms() >= deadline) {
 			wl_kill_group(w, SIGKILL);
 			return api_error_set(err, 504, "start_timeout",
-					     "%s: no answer on %s after %d ms",
-					     w->id, w->sock, START_TIMEOUT_MS);
+					     "%s: no answer on its control socket after %d ms",
+					     w->id, START_TIMEOUT_MS);
 		}
 		clock_sleep_ms(POLL_INTERVAL_MS);
 	}

@@ -212,6 +212,29 @@ expect "a body without Content-Type" 415 unsupported_media_type
 acall POST /v1/workloads -H 'Content-Type: application/json-seq' -d "$form"
 expect "application/json-seq is not application/json" 415 unsupported_media_type
 
+# ---------------------------------------------------------------- log injection, oversized requests
+forged=FORGED-$$
+acall POST "/v1/x%0a2026-01-01T00:00:00.000Z%20sigmig-agent%20error:%20$forged"
+expect "a path with %0a" 404 not_found
+sleep 0.2
+check "the log shows the newline escaped, no forged line" \
+	sh -c "grep -qF 'x\\x0a2026-01-01' '$WORK/agent.log' && ! grep -q '^2026-01-01T00:00:00.000Z' '$WORK/agent.log'"
+acall POST /v1/workloads "${JSON[@]}" -d "{\"program\":\"sig$(printf '\\u001b')[31mstorm\"}"
+expect "a program name with an escape sequence" 400 invalid_field
+long=$(head -c 40000 /dev/zero | tr '\0' a)
+call GET "/v1/$long"
+check "a 40 KB URL: libmicrohttpd's 414 (got $STATUS)" test "$STATUS" = 414
+check "health after the long URL" health_ok
+call GET /v1/health -H "X-Big: $long"
+check "a 40 KB header: libmicrohttpd's 431, the agent alive (got $STATUS)" test "$STATUS" = 431
+check "health after the big header" health_ok
+nested=$(printf '%.0s[' $(seq 5000))
+acall POST /v1/workloads "${JSON[@]}" -d "{\"program\":\"sigstorm\",\"args\":$nested}"
+expect "a body nested 5000 deep (jansson's depth limit)" 400 malformed_json
+head -c 70000 /dev/zero | tr '\0' ' ' >"$WORK/big.json"
+acall POST /v1/workloads "${JSON[@]}" --data-binary @"$WORK/big.json"
+expect "a body over --max-body" 413 body_too_large
+
 # ---------------------------------------------------------------- connection floods
 # 64 idle and 16 trickling connections from 127.0.0.2 (more than the 64
 # connection threads): /v1/health from 127.0.0.1 must still answer, idle

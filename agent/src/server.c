@@ -18,6 +18,7 @@
 
 #include <microhttpd.h>
 
+#include "caps.h"
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
@@ -284,6 +285,12 @@ static enum MHD_Result on_headers(struct request *req)
 				  "this endpoint needs Authorization: Bearer <token>",
 				  MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 				  "Bearer realm=\"sigmig-agent\"");
+	/* An image up to --max-image would be read only to be refused. */
+	if (req->rm->body == BODY_IMAGE && !caps_interface_ok(&agent.caps))
+		return send_error(req, 503, "kernel_unsupported",
+				  "the running kernel lacks the signalfd "
+				  "pending-signal interface: no restore",
+				  NULL, NULL);
 	req->body_limit = req->rm->body == BODY_IMAGE ? agent.cfg->max_image :
 			  agent.cfg->max_body;
 	if (declared_too_large(req)) {

@@ -235,6 +235,19 @@ head -c 70000 /dev/zero | tr '\0' ' ' >"$WORK/big.json"
 acall POST /v1/workloads "${JSON[@]}" --data-binary @"$WORK/big.json"
 expect "a body over --max-body" 413 body_too_large
 
+# ---------------------------------------------------------------- restore on a kernel without the interface
+call GET /v1/capabilities
+if [ "$(jq -r .migration "$WORK/body")" = false ]; then
+	head -c $((64 << 20)) /dev/zero >"$WORK/image"
+	sent=$(curl -sS -m 30 -o "$WORK/body" -w '%{size_upload}' -H @"$WORK/auth" \
+		-H 'Content-Type: application/octet-stream' --data-binary @"$WORK/image" \
+		"$BASE/v1/restore") || sent=failed
+	STATUS=$(jq -r .status "$WORK/body" 2>/dev/null) CODE=$(jq -r .code "$WORK/body" 2>/dev/null)
+	expect "a 64 MiB restore without the kernel interface" 503 kernel_unsupported
+	check "... refused before the body was read ($sent bytes sent)" test "${sent%.*}" -lt $((1 << 20))
+	rm -f "$WORK/image"
+fi
+
 # ---------------------------------------------------------------- connection floods
 # 64 idle and 16 trickling connections from 127.0.0.2 (more than the 64
 # connection threads): /v1/health from 127.0.0.1 must still answer, idle

@@ -93,12 +93,15 @@ bool program_allowed(const char *name)
  * abbreviation and the last occurrence wins, so "--ledg=/x" would override
  * the agent's --ledger.
  */
-static bool agent_owned_option(const char *arg)
+/*
+ * "--NAME" or "--NAME=VALUE" where NAME is a leading part of @opt of at
+ * least @min bytes: what getopt_long() takes for @opt. @value gets what
+ * follows '=' (NULL without one).
+ */
+static bool spells_option(const char *arg, const char *opt, size_t min,
+			  const char **value)
 {
-	static const char *const owned[] = { "ctl", "ledger", "restore",
-					     "restore-hold" };
 	const char *name, *eq;
-	unsigned int i;
 	size_t n;
 
 	if (strncmp(arg, "--", 2) != 0)
@@ -106,17 +109,59 @@ static bool agent_owned_option(const char *arg)
 	name = arg + 2;
 	eq = strchr(name, '=');
 	n = eq ? (size_t)(eq - name) : strlen(name);
-	if (n == 0)
+	if (n == 0 || n < min || n > strlen(opt) || strncmp(name, opt, n) != 0)
 		return false;
+	if (value)
+		*value = eq ? eq + 1 : NULL;
+	return true;
+}
+
+static bool agent_owned_option(const char *arg)
+{
+	static const char *const owned[] = { "ctl", "ledger", "restore",
+					     "restore-hold" };
+	unsigned int i;
+
 	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-		if (n <= strlen(owned[i]) && strncmp(name, owned[i], n) == 0)
+		if (spells_option(arg, owned[i], 1, NULL))
 			return true;
 	return false;
+}
+
+/* sigsend's log may only go to its standard output, the agent's log file. */
+static bool log_sink_allowed(const char *path)
+{
+	return strcmp(path, "/proc/self/fd/1") == 0 ||
+	       strcmp(path, "/dev/stdout") == 0;
+}
+
+/*
+ * sigsend runs as root and would append its --log to any path and read
+ * any --pid-file: the log goes to stdout only, the pid file not at all.
+ * "--pid" itself (a pid) is not "--pid-file", hence four bytes at least.
+ */
+static const char *file_option_refused(const struct workload_args *args,
+				       const char *arg)
+{
+	const char *prev = args->argc ? args->argv[args->argc - 1] : "";
+	const char *value;
+
+	if (spells_option(arg, "pid-file", 4, NULL))
+		return "--pid-file is not available through the API";
+	if (spells_option(arg, "log", 1, &value) && value &&
+	    !log_sink_allowed(value))
+		return "--log may only be /proc/self/fd/1 or /dev/stdout";
+	if (spells_option(prev, "log", 1, &value) && !value &&
+	    !log_sink_allowed(arg))
+		return "--log may only be /proc/self/fd/1 or /dev/stdout";
+	return NULL;
 }
 
 int workload_args_add(struct workload_args *args, const char *arg, size_t len,
 		      struct verror *err)
 {
+	const char *why;
+
 	if (args->argc >= WORKLOAD_ARGS_MAX)
 		return fail(err, "invalid_field", "args: at most %d arguments",
 			    WORKLOAD_ARGS_MAX);
@@ -131,6 +176,9 @@ int workload_args_add(struct workload_args *args, const char *arg, size_t len,
 		return fail(err, "invalid_field",
 			    "args[%u]: %s is set by the agent", args->argc,
 			    arg);
+	why = file_option_refused(args, arg);
+	if (why)
+		return fail(err, "invalid_field", "args[%u]: %s", args->argc, why);
 	args->argv[args->argc] = strndup(arg, len);
 	if (!args->argv[args->argc])
 		return fail(err, "internal", "out of memory");

@@ -275,6 +275,19 @@ check "idle connections closed, the rest within the per-client share of $PER_CLI
 	test "${still:-999}" -le "$PER_CLIENT"
 check "the agent answers after the flood" health_ok
 
+# ---------------------------------------------------------------- sigsend's file options
+# A sender that got through would signal this sleep, not the test.
+sleep 120 &
+target=$!
+for a in '"--log","OUT/sent"' '"--lo=OUT/sent"' '"--pid-file","OUT/pid"' '"--pid-f=OUT/pid"'; do
+	a=${a//OUT/$OUT}
+	acall POST /v1/workloads "${JSON[@]}" \
+		-d "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$target\",\"--count\",\"1\",$a]}"
+	expect "sigsend ${a//\"/}" 400 invalid_field
+done
+kill "$target" 2>/dev/null || true
+wait "$target" 2>/dev/null || true
+
 # ---------------------------------------------------------------- nothing changed outside
 stray=$(snapshot)
 check "nothing changed outside the state directory${stray:+: $stray}" test -z "$stray"

@@ -90,6 +90,13 @@ static void test_start_request(void)
 	   "start: --ctl after -- is refused too (programs differ in how they read --)");
 	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--threads\",\"4\",\"--rt-only\"]}"), "ok"),
 	   "start: options that abbreviate nothing of the agent's pass");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--log\",\"/etc/x\"]}"), "invalid_field") &&
+	   !strcmp(start_code("{\"program\":\"x\",\"args\":[\"--lo=/etc/x\"]}"), "invalid_field") &&
+	   !strcmp(start_code("{\"program\":\"x\",\"args\":[\"--pid-f\",\"/etc/x\"]}"), "invalid_field"),
+	   "start: sigsend's --log and --pid-file cannot name a file");
+	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--log\",\"/proc/self/fd/1\",\"--pid\",\"7\"]}"), "ok") &&
+	   !strcmp(start_code("{\"program\":\"x\",\"args\":[\"--lo=/dev/stdout\"]}"), "ok"),
+	   "start: --log to stdout and --pid pass");
 	ok(!strcmp(start_code("{\"program\":\"x\",\"args\":[\"--ctlx\"]}"), "ok"),
 	   "start: --ctlx is not an abbreviation of --ctl");
 }

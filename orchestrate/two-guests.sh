@@ -156,14 +156,14 @@ start_relay() {
 # /sigmig/token: on QEMU's -append it would show in the host's ps and in the
 # guests' /proc/cmdline. The copy holds the token: private, removed on exit.
 make_token_initrd() {
-	local dir
-	runtime_dir dir token
-	mkdir -p "$dir/root/sigmig"
-	(umask 077 && printf '%s\n' "$token" >"$dir/root/sigmig/token")
-	(cd "$dir/root" && echo sigmig/token | cpio -o -H newc --quiet) | gzip -n >"$dir/token.cpio.gz"
-	rm -rf "$dir/root"
-	run_initrd=$dir/initramfs.cpio.gz
-	(umask 077 && cat "$initrd" "$dir/token.cpio.gz" >"$run_initrd")
+	local tok_dir	# not "dir": runtime_dir has a local of that name
+	runtime_dir tok_dir token
+	mkdir -p "$tok_dir/root/sigmig"
+	(umask 077 && printf '%s\n' "$token" >"$tok_dir/root/sigmig/token")
+	(cd "$tok_dir/root" && echo sigmig/token | cpio -o -H newc --quiet) | gzip -n >"$tok_dir/token.cpio.gz"
+	rm -rf "$tok_dir/root"
+	run_initrd=$tok_dir/initramfs.cpio.gz
+	(umask 077 && cat "$initrd" "$tok_dir/token.cpio.gz" >"$run_initrd")
 }
 
 # While the guests run, no process's command line may hold the token (ps

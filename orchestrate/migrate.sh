@@ -132,7 +132,9 @@ parse_args() {
 	[[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads: a positive number"
 	[[ $signals =~ ^[1-9][0-9]*$ ]] || die "--signals: a positive number"
 	[[ $after =~ ^[0-9]+$ ]] || die "--after: a number"
-	[[ $snapshot_limit =~ ^[0-9]+$ ]] && [ "$snapshot_limit" -le 100000 ] || die "--snapshot-limit: a number up to 100000 (the agent's maximum)"
+	if ! [[ $snapshot_limit =~ ^[0-9]{1,6}$ ]] || [ "$snapshot_limit" -gt 100000 ]; then
+		die "--snapshot-limit: a number up to 100000 (the agent's maximum)"
+	fi
 	[[ $live_rate =~ ^[0-9]+$ ]] || die "--live-senders: a number of sends per second"
 	[[ $live_seconds =~ ^[1-9][0-9]*$ ]] || die "--live-seconds: a positive number"
 	out=${out:-$SIGMIG_REPO/build/migrate/$(date +%Y%m%d-%H%M%S)-$$}

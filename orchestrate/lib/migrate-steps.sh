@@ -126,9 +126,11 @@ migrate_call() {
 	body=$(mktemp "${TMPDIR:-/tmp}/sigmig-migrate.XXXXXX")
 	on_exit rm -f "$body"
 	chmod 600 "$body"
-	jq -cn --arg t "$target" --arg k "$token_to" --arg ms "$migrate_timeout_ms" \
+	# jq reads it from its environment: in --arg it would show in ps.
+	SIGMIG_JQ_TOKEN=$token_to jq -cn --arg t "$target" --arg ms "$migrate_timeout_ms" \
 		--argjson resume "$resume_target" \
-		'{target: $t, resume_target: $resume} + (if $k != "" then {token: $k} else {} end)
+		'env.SIGMIG_JQ_TOKEN as $k
+		 | {target: $t, resume_target: $resume} + (if $k != "" then {token: $k} else {} end)
 		 + (if $ms != "" then {timeout_ms: ($ms | tonumber)} else {} end)' >"$body"
 	[ ${#BEFORE_HOOK[@]} = 0 ] || run_hook before "${BEFORE_HOOK[@]}" || die "the --before-migrate command failed"
 	if [ ${#DURING_HOOK[@]} != 0 ]; then

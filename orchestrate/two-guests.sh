@@ -46,7 +46,8 @@ Options:
   --kernel FILE      bzImage for both (default build/kernel/default/bzImage)
   --kernel-b FILE    a different bzImage for guest B (e.g. the stock flavor)
   --initrd FILE      default build/initramfs/initramfs.cpio.gz
-  --token T          bearer token for both agents (default: random)
+  --token-file F     the bearer token for both agents, first line of F
+                     (default: random; on the command line ps would show it)
   --port-base N      mgmt A=N, B=N+1, link A=N+2, B=N+3 (default: a free range)
   --boot-timeout S   bound for both agents to become healthy (default 300)
   --name NAME        prefix of logs and state (default two-guests)
@@ -61,7 +62,7 @@ parse_args() {
 		--kernel) kernel=${2:?}; shift 2 ;;
 		--kernel-b) kernel_b=${2:?}; shift 2 ;;
 		--initrd) initrd=${2:?}; shift 2 ;;
-		--token) token=${2:?}; shift 2 ;;
+		--token-file) read -r token <"${2:?}" || die "--token-file $2: cannot read a line"; shift 2 ;;
 		--port-base) port_base=${2:?}; shift 2 ;;
 		--boot-timeout) boot_timeout=${2:?}; shift 2 ;;
 		--name) name=${2:?}; shift 2 ;;

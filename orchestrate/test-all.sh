@@ -238,6 +238,39 @@ count_lines() {
 	cat "$@" 2>/dev/null | tr -d '\r' | grep -cE "$pattern" || true
 }
 
+# Every process the tests started must be gone by now. Children inherit
+# this run's lock as fd 7: one that still holds it was left behind (and
+# would make the next make test wait for it). Each is named, killed, counted.
+leftover_processes() {
+	local fd pid lock
+	lock=$(readlink -f "$LOGS/.make-test.lock")
+	for fd in /proc/[0-9]*/fd/7; do
+		pid=${fd#/proc/}
+		pid=${pid%%/*}
+		# this shell, and the subshell that runs this function
+		if [ "$pid" = "$$" ] || [ "$pid" = "$BASHPID" ]; then
+			continue
+		fi
+		[ "$(readlink "$fd" 2>/dev/null)" = "$lock" ] && echo "$pid"
+	done
+	return 0
+}
+
+check_leftovers() {
+	local pids pid
+	pids=$(leftover_processes)
+	if [ -z "$pids" ]; then
+		echo "ok - no process started by the tests outlived them" >>"$LOGS/infra.tap"
+		return 0
+	fi
+	for pid in $pids; do
+		[ -d "/proc/$pid" ] || continue
+		echo "not ok - left behind by the tests: pid $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" \
+			>>"$LOGS/infra.tap"
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
 summary() {
 	local passed failed skipped
 	[ -f "$LOGS/infra.tap" ] && TAP_LOGS+=("$LOGS/infra.tap")
@@ -277,6 +310,7 @@ main() {
 	else
 		timed host host_checks
 	fi
+	check_leftovers
 	summary
 }
 

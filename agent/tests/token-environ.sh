@@ -12,10 +12,12 @@ WL=$HERE/../workloads/build
 PORT=$((20000 + ($$ + 7919) % 20000))
 TOKEN=environ-secret-$$-$RANDOM
 WORK=$(mktemp -d /tmp/agent-token.XXXXXX)
-agent_pid=""
+agent_pid="" pid=""
 n=0 failed=0
 
+# The agent does not end its workloads when it exits: end ours first.
 cleanup() {
+	[ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null || true
 	[ -z "$agent_pid" ] || kill -TERM "$agent_pid" 2>/dev/null || true
 	[ -z "$agent_pid" ] || timeout 10 tail --pid="$agent_pid" -f /dev/null || true
 	rm -rf "$WORK"

@@ -174,7 +174,7 @@ make_token_initrd() {
 cmdlines_with_token() {
 	local f args
 	for f in /proc/[0-9]*/cmdline; do
-		mapfile -d '' args <"$f" 2>/dev/null || continue
+		mapfile -d '' args 2>/dev/null <"$f" || continue
 		[[ "${args[*]}" != *"$token"* ]] || printf '%s %s\n' "${f//[!0-9]/}" "${args[0]}"
 	done
 }

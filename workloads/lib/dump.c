@@ -178,7 +178,11 @@ static int peek_threads(char *err, size_t errlen)
 	return 0;
 }
 
-static int fill_threads(struct sigmig_image *img)
+/*
+ * One image thread per registered thread, in index order, with its tid and
+ * blocked mask; the caller sets the queue of each.
+ */
+static int add_threads(struct sigmig_image *img)
 {
 	unsigned int i;
 
@@ -195,10 +199,24 @@ static int fill_threads(struct sigmig_image *img)
 		it->index = i;
 		it->tid = t->tid;
 		it->blocked = t->blocked;
+	}
+	return 0;
+}
+
+static int fill_threads(struct sigmig_image *img)
+{
+	uint32_t k;
+	int ret;
+
+	ret = add_threads(img);
+	for (k = 0; !ret && k < img->nthreads; k++) {
+		struct sigmig_thread *it = &img->threads[k];
+		struct rt_thread *t = sigmig_thread(it->index);
+
 		it->pending.count = (uint32_t)t->peek.count;
 		it->pending.entries = (struct sigmig_siginfo *)t->peek.data;
 	}
-	return 0;
+	return ret;
 }
 
 static void free_thread_peeks(void)
@@ -370,24 +388,17 @@ static void tail_of(const struct rawbuf *was, const struct rawbuf *now,
 
 static int delta_threads(struct sigmig_image *img, struct delta_counts *n)
 {
-	unsigned int i;
+	uint32_t k;
+	int ret;
 
-	img->threads = calloc(sigmig_nthreads(), sizeof(*img->threads));
-	if (!img->threads)
-		return -ENOMEM;
-	for (i = 0; i < sigmig_nthreads(); i++) {
-		struct rt_thread *t = sigmig_thread(i);
-		struct sigmig_thread *it;
+	ret = add_threads(img);
+	for (k = 0; !ret && k < img->nthreads; k++) {
+		struct sigmig_thread *it = &img->threads[k];
+		struct rt_thread *t = sigmig_thread(it->index);
 
-		if (!atomic_load(&t->registered))
-			continue;
-		it = &img->threads[img->nthreads++];
-		it->index = i;
-		it->tid = t->tid;
-		it->blocked = t->blocked;
 		tail_of(&t->dumped, &t->peek, &it->pending, n);
 	}
-	return 0;
+	return ret;
 }
 
 int sigmig_dump_delta(uint8_t **out, size_t *len, struct delta_counts *n,

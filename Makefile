@@ -10,7 +10,8 @@
 #   make test         everything, ends with "N passed, N failed"
 #   make bench        boot a guest running /sigmig/bench/*
 #   make migrate-demo, make test-debug
-# SIGMIG_CACHE (default /var/cache/sigmig) holds the kernel trees and builds.
+# SIGMIG_CACHE holds the kernel trees and builds; its default is set in one
+# place, orchestrate/lib/kernel-tree.sh (orchestrate/build-kernel.sh --help).
 
 SHELL := /bin/bash
 ORCH := orchestrate

@@ -12,7 +12,8 @@ PROG=check-patches
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # shellcheck source=orchestrate/lib/kernel-tree.sh
 . "$SIGMIG_REPO/orchestrate/lib/kernel-tree.sh"
-n=0 failed=0
+# shellcheck source=orchestrate/lib/tap.sh
+. "$SIGMIG_REPO/orchestrate/lib/tap.sh"
 
 usage_text() {
 	cat <<'EOF'
@@ -21,23 +22,6 @@ Usage: check-patches.sh
   fuzz) and kernel-doc -none on the files it touches, for every patch in
   kernel/patches/series.
 EOF
-}
-
-tap() {
-	local status=$1; shift
-	n=$((n + 1))
-	if [ "$status" = 0 ]; then
-		echo "ok $n - $*"
-	else
-		echo "not ok $n - $*"
-		failed=$((failed + 1))
-	fi
-}
-
-# tap_output STATUS DESCRIPTION OUTPUT: the output as TAP comments on failure.
-tap_output() {
-	[ "$1" = 0 ] || printf '%s\n' "$3" | sed 's/^/# /'
-	tap "$1" "$2"
 }
 
 # kernel_doc TREE PATCH: kernel-doc -none warnings of every .c/.h file PATCH
@@ -90,8 +74,7 @@ main() {
 		[ -z "$out" ] || status=1
 		tap_output "$status" "kernel-doc -none on the files $p touches" "$out"
 	done
-	echo "1..$n"
-	[ "$failed" = 0 ]
+	tap_done
 }
 
 main "$@"

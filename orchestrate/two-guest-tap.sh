@@ -7,30 +7,8 @@ PROG=${SUITE:-two-guest-tap}
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 REPO=$SIGMIG_REPO
 LOGS="$REPO/build/logs"
-TAP_N=0
-TAP_FAILED=0
-
-tap() {	# STATUS DESCRIPTION
-	TAP_N=$((TAP_N + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $TAP_N - $2"
-	else
-		echo "not ok $TAP_N - $2"
-		TAP_FAILED=$((TAP_FAILED + 1))
-	fi
-}
-
-tap_skip_all() {
-	echo "1..0 # SKIP $*"
-	exit 0
-}
-
-tap_done() {
-	echo "1..$TAP_N"
-	[ "$TAP_FAILED" = 0 ]
-}
-
-diag() { sed 's/^/# /'; }
+# shellcheck source=orchestrate/lib/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/tap.sh"
 
 # KERNEL, KERNEL_STOCK (if asked) and INITRD, built or taken from the cache.
 guest_images() {

@@ -14,7 +14,9 @@ WORK=$(mktemp -d /tmp/agent-hostile.XXXXXX)
 HEALTH_BOUND_S=${HEALTH_BOUND_S:-5}
 agent_pid=""
 AGENT_RC=0
-n=0 failed=0
+# shellcheck source=orchestrate/lib/tap.sh
+. "$HERE/../orchestrate/lib/tap.sh"
+TAP_ON_FAILURE=show_last_body
 
 stop_agent() {
 	[ -n "$agent_pid" ] || return 0
@@ -31,16 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tap() {	# RC NAME
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-		[ -s "$WORK/body" ] && echo "#   last body: $(head -c 400 "$WORK/body")"
-	fi
-	return 0
+show_last_body() {
+	[ ! -s "$WORK/body" ] || echo "#   last body: $(head -c 400 "$WORK/body")"
 }
 
 check() {	# NAME COMMAND...: ok when the command succeeds
@@ -299,5 +293,4 @@ stop_agent
 check "the agent survived every attack and exited cleanly (rc $AGENT_RC)" test "$AGENT_RC" = 0
 check "no sanitizer report in the agent's log" \
 	not grep -q 'ERROR: [A-Za-z]*Sanitizer\|runtime error:' "$WORK/agent.log"
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_done

@@ -13,7 +13,8 @@ PORT=$((20000 + ($$ + 7919) % 20000))
 TOKEN=environ-secret-$$-$RANDOM
 WORK=$(mktemp -d /tmp/agent-token.XXXXXX)
 agent_pid="" pid=""
-n=0 failed=0
+# shellcheck source=orchestrate/lib/tap.sh
+. "$HERE/../orchestrate/lib/tap.sh"
 
 # The agent does not end its workloads when it exits: end ours first.
 cleanup() {
@@ -23,11 +24,6 @@ cleanup() {
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-tap() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
 
 # environ_has PID: the token appears in the process's environment block
 # (or the block cannot be read, which must not pass for "absent").
@@ -63,5 +59,4 @@ fi
 if environ_has "$agent_pid"; then rc=1; else rc=0; fi
 tap "$rc" "the agent's own /proc/PID/environ no longer shows the token"
 
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_done

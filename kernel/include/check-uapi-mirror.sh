@@ -76,17 +76,8 @@ declarations() {
 	echo
 }
 
-n=0 failed=0
-tap() {	# STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-
+# shellcheck source=orchestrate/lib/tap.sh
+. "$HERE/../../orchestrate/lib/tap.sh"
 compare() {	# WHAT SERIES_FILE MIRROR_FILE
 	local status=0
 	if ! cmp -s "$2" "$3"; then
@@ -114,8 +105,7 @@ main() {
 	declarations "$MIRROR" >"$tmp/mirror.decls"
 	compare "mirror declarations (structs, types) are the series' uapi ones" \
 		"$tmp/series.decls" "$tmp/mirror.decls"
-	echo "1..$n"
-	[ "$failed" = 0 ]
+	tap_done
 }
 
 main

@@ -14,17 +14,8 @@ SRC=$HERE/offset-guard.c
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-
-tap() {	# STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=orchestrate/lib/tap.sh
+. "$HERE/../../orchestrate/lib/tap.sh"
 
 # compiles WANT DESCRIPTION CFLAGS...: WANT is "yes" or "no"
 compiles() {
@@ -44,8 +35,7 @@ compiles() {
 echo "TAP version 13"
 if ! echo 'int main(void) { return 0; }' |
      "$CC" -m32 -x c -c -o "$tmp/probe.o" - 2>/dev/null; then
-	echo "1..0 # SKIP $CC cannot build 32-bit objects (gcc-multilib)"
-	exit 0
+	tap_skip_all "$CC cannot build 32-bit objects (gcc-multilib)"
 fi
 compiles no "32-bit off_t: a pread() at SFD_SHARED_QUEUE_OFFSET + n is refused" -m32
 # ... by the guard, not by some other error
@@ -57,5 +47,4 @@ compiles yes "32-bit off_t: SFD_PER_THREAD_QUEUE_OFFSET still compiles" \
 compiles yes "32-bit with _FILE_OFFSET_BITS=64: SFD_SHARED_QUEUE_OFFSET compiles" \
 	-m32 -D_FILE_OFFSET_BITS=64
 compiles yes "64-bit: SFD_SHARED_QUEUE_OFFSET compiles" -m64
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_done

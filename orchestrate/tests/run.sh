@@ -8,13 +8,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ORCH=$(dirname "$HERE")
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
-n=0 failed=0
-
-tap() {
-	local status=$1; shift
-	n=$((n + 1))
-	if [ "$status" = 0 ]; then echo "ok $n - $*"; else echo "not ok $n - $*"; failed=$((failed + 1)); fi
-}
+# shellcheck source=orchestrate/lib/tap.sh
+. "$ORCH/lib/tap.sh"
 
 expect() {	# expect <description> <command...>: the command must succeed
 	local what=$1; shift
@@ -191,5 +186,4 @@ if command -v busybox >/dev/null; then
 else
 	tap 1 "busybox (make deps installs it) is needed to test the guest runner"
 fi
-echo "1..$n"
-[ "$failed" = 0 ]
+tap_done

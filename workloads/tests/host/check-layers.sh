@@ -26,11 +26,8 @@ for o in "$@"; do
 		join - "$tmp/defs" | awk -v f="$f" '$2 != f { print f, $2 }'
 done | sort -u >"$tmp/edges"
 
-n=0 failed=0
-tap() {	# STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi
-}
+# shellcheck source=orchestrate/lib/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../orchestrate/lib/tap.sh"
 
 echo "TAP version 13"
 awk '{ calls[$1] = calls[$1] " " $2 } END { for (f in calls) print "# " f " ->" calls[f] }' \
@@ -53,5 +50,4 @@ done)
 status=0
 [ -z "$exits" ] || status=1
 tap "$status" "no libsigmig object ends the process${exits:+: $(echo "$exits" | tr '\n' ' ')}"
-echo "1..$n"
-exit $failed
+tap_done

@@ -191,7 +191,7 @@ scan_token() {
 		fi
 		{ echo "scans=$scans leaks=$leaks"; cat "$out.leaks"; } >"$out.tmp"
 		mv "$out.tmp" "$out"
-		sleep 1
+		sleep_stoppable 1
 	done
 }
 

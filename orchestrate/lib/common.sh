@@ -107,6 +107,16 @@ stop_pids() {
 	done
 }
 
+# sleep_stoppable SECONDS: a sleep for loops that run in the background and
+# are ended with stop_pids.  A plain sleep would outlive the loop's TERM by up
+# to SECONDS, holding the caller's descriptors (make test counts it as left
+# behind); this one is killed with the loop.
+sleep_stoppable() {
+	trap 'kill $(jobs -p) 2>/dev/null; exit 143' TERM
+	sleep "$1" &
+	wait $!
+}
+
 # runtime_dir VAR NAME: set VAR to a new private directory for UNIX sockets
 # and pid files, whose path length does not depend on where the checkout
 # lives (sun_path holds 108 bytes): under $XDG_RUNTIME_DIR or /tmp, removed

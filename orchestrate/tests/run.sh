@@ -150,6 +150,23 @@ test_relay_deep_path() {
 	tap $? "link-relay leaves neither the relay nor a listener behind"
 }
 
+# A background loop that stop_pids ends must not leave its sleep behind:
+# make test counts any process the tests leave as a failure.
+test_stoppable_sleep() {
+	local lib="$ORCH/lib/common.sh" loop marker=0.$((RANDOM + 1000))7 left
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	bash -c '. "$1"; while :; do sleep_stoppable "$2"; done' _ "$lib" "$marker" &
+	loop=$!
+	sleep 0.3
+	# shellcheck disable=SC2016
+	bash -c '. "$1"; stop_pids -t 5 "$2"' _ "$lib" "$loop"
+	left=$(pgrep -fx "sleep $marker" | tr '\n' ' ')
+	[ -z "$left" ]
+	tap $? "a loop stopped by stop_pids leaves no sleep behind${left:+ (left: $left)}"
+	pkill -fx "sleep $marker"
+	return 0
+}
+
 # Every shell script of the project, by extension or by its #! line.
 shell_scripts() {
 	local repo=$1 f
@@ -180,6 +197,7 @@ echo "TAP version 13"
 test_shell_syntax
 test_check_kconfig
 test_relay_deep_path
+test_stoppable_sleep
 test_shellcheck
 if command -v busybox >/dev/null; then
 	test_run_tests

@@ -118,7 +118,7 @@ object_count() {
 # It also stops by itself should the script be killed beyond its exit hooks.
 progress_ticker() {
 	local expected=$1
-	while sleep 30 && kill -0 "$$" 2>/dev/null; do
+	while sleep_stoppable 30 && kill -0 "$$" 2>/dev/null; do
 		say "  ... $(object_count) of ~$expected objects built"
 	done
 }

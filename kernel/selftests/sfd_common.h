@@ -378,6 +378,18 @@ static inline ssize_t dequeue_all(int fd, void *buf, size_t max)
 	return (ssize_t)got;
 }
 
+/* For the harness's tests (kselftest_harness.h comes first) */
+/* EXPECT_ERRNO(errno, call[, printf-style context]) */
+#define EXPECT_ERRNO(err, call, ...) do {				\
+		long __ret;						\
+		int __err;						\
+		errno = 0;						\
+		__ret = (long)(call);					\
+		__err = errno;						\
+		EXPECT_EQ(-1, __ret) TH_LOG("" __VA_ARGS__);		\
+		EXPECT_EQ(err, __err) TH_LOG("" __VA_ARGS__);		\
+	} while (0)
+
 #define SFD_MISSING_MSG \
 	"signalfd4(SFD_RAW) failed: kernel lacks the sigmig signalfd interface"
 

@@ -42,17 +42,6 @@ static int open_rtmin(int flags)
 	return sys_signalfd4(-1, &m, KERNEL_SIGSET_SIZE, flags);
 }
 
-/* EXPECT_ERRNO(errno, call[, printf-style context]) */
-#define EXPECT_ERRNO(err, call, ...) do {				\
-		long __ret;						\
-		int __err;						\
-		errno = 0;						\
-		__ret = (long)(call);					\
-		__err = errno;						\
-		EXPECT_EQ(-1, __ret) TH_LOG("" __VA_ARGS__);		\
-		EXPECT_EQ(err, __err) TH_LOG("" __VA_ARGS__);		\
-	} while (0)
-
 FIXTURE(errors)
 {
 	int fd;

@@ -5,7 +5,9 @@
  * This is what a checkpointer does with a task's pending signals: read a
  * queue with pread() on a SFD_RAW signalfd, empty it, and queue every
  * record again with rt_sigqueueinfo() (process-wide queue) or
- * rt_tgsigqueueinfo() from the owning thread (per-thread queue). The second
+ * rt_tgsigqueueinfo() from the owning thread (per-thread queue), or with
+ * one write() of all the records to an SFD_RAW signalfd of that queue
+ * (the *_write variants; skipped where the kernel has no write()). The second
  * dump must equal the first byte for byte, for every siginfo layout the
  * kernel produces, in both queues, and the records finally dequeued must be
  * the dumped ones.
@@ -85,10 +87,32 @@ static ssize_t flush_queue(int private_queue, void *buf)
 	return n;
 }
 
+/* Set by the *_write variants: requeue with write() instead. */
+static int requeue_by_write;
+
+static int requeue_write(int private_queue, const void *buf, ssize_t n)
+{
+	int fd = open_all(private_queue ? SFD_PRIVATE : SFD_GROUP);
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	w = write(fd, buf, n * SI_MAX_SIZE);
+	close(fd);
+	if (w != n * SI_MAX_SIZE) {
+		printf("# write() of %zd records: %zd (%s)\n", n, w,
+		       w < 0 ? strerror(errno) : "short");
+		return -1;
+	}
+	return 0;
+}
+
 static int requeue(int private_queue, const void *buf, ssize_t n)
 {
 	ssize_t i;
 
+	if (requeue_by_write)
+		return requeue_write(private_queue, buf, n);
 	for (i = 0; i < n; i++) {
 		const siginfo_t *si = (const siginfo_t *)((const char *)buf +
 							  i * SI_MAX_SIZE);
@@ -329,6 +353,7 @@ FIXTURE(rt)
 FIXTURE_VARIANT(rt)
 {
 	int private_queue;
+	int by_write;
 };
 
 FIXTURE_VARIANT_ADD(rt, shared)
@@ -341,9 +366,24 @@ FIXTURE_VARIANT_ADD(rt, private)
 	.private_queue = 1,
 };
 
+FIXTURE_VARIANT_ADD(rt, shared_write)
+{
+	.private_queue = 0,
+	.by_write = 1,
+};
+
+FIXTURE_VARIANT_ADD(rt, private_write)
+{
+	.private_queue = 1,
+	.by_write = 1,
+};
+
 FIXTURE_SETUP(rt)
 {
 	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
+	if (variant->by_write && !sfd_probe_write())
+		SKIP(return, "signalfd has no write() on this kernel");
+	requeue_by_write = variant->by_write;
 	block_test_signals(SIG_BLOCK);
 	flush_all_signals();
 	ctx_init(&self->c, variant->private_queue);
@@ -530,13 +570,12 @@ fail:
 	return NULL;
 }
 
-TEST(nonleader_thread_restores_its_own_queue)
+static void nonleader_roundtrip(struct __test_metadata *_metadata)
 {
 	static struct thread_rt t;
 	unsigned char empty[MAXREC * SI_MAX_SIZE];
 	pthread_t thread;
 
-	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
 	block_test_signals(SIG_BLOCK);
 	flush_all_signals();
 	ctx_init(&t.c, 1);
@@ -549,6 +588,22 @@ TEST(nonleader_thread_restores_its_own_queue)
 	/* Nothing leaked into the leader's queue or was left in the shared one. */
 	EXPECT_EQ(0, dump_queue(1, empty));
 	EXPECT_EQ(0, dump_queue(0, empty));
+}
+
+TEST(nonleader_thread_restores_its_own_queue)
+{
+	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
+	nonleader_roundtrip(_metadata);
+}
+
+/* The same with one write() to an SFD_PRIVATE fd from the thread. */
+TEST(nonleader_thread_restores_its_own_queue_by_write)
+{
+	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
+	if (!sfd_probe_write())
+		SKIP(return, "signalfd has no write() on this kernel");
+	requeue_by_write = 1;
+	nonleader_roundtrip(_metadata);
 }
 
 TEST_HARNESS_MAIN

@@ -8,14 +8,16 @@
  * preadv(), preadv2() with offsets at and around both queue bases,
  * between them, negative and huge, counts of 0, short, odd and huge, and
  * buffers that are valid, read-only, unmapped, NULL, kernel addresses or
- * straddle an inaccessible page; poll, fcntl, lseek, write and splice on
- * the fds; while a second thread keeps a random mix of signals pending
+ * straddle an inaccessible page; write() of random records (signals in
+ * and out of the fd's mask, every kind of si_code, padding that is and is
+ * not zero) and bad buffers; poll, fcntl, lseek and splice on the fds; while a second thread keeps a random mix of signals pending
  * (rt_sigqueueinfo of every si_code, kill, tgkill, periodic posix timers,
  * SIG_IGN flushes, dequeues).
  *
  * Every result is checked: where the outcome is determined (bad mask
  * size, unknown flags, mode change, negative offset, count < 128, lseek,
- * write) it must be exactly that; otherwise an error must be one of the
+ * write without SFD_RAW or a queue flag or of a partial record) it must
+ * be exactly that; otherwise an error must be one of the
  * errnos documented for the call, and a success must be a whole number of
  * records, no more than asked, of signals in the fd's mask, leaving the
  * rest of the buffer untouched.  The fuzzing runs in a child process so
@@ -440,6 +442,93 @@ static void fuzz_readv(uint64_t *rs)
 		note(&res->bad_result, "readv op %d returned %zd of %zu", op, n, total);
 }
 
+/* ---- writes (requeue) ---- */
+
+/* Records of the fuzzed signals, random codes and bytes, into rw_buf. */
+static void random_records(uint64_t *rs, uint8_t *buf, size_t nrec)
+{
+	static const int codes[] = {
+		SI_QUEUE, SI_USER, SI_TIMER, SI_MESGQ, SI_TKILL, SI_KERNEL,
+		1, 2, 3, 6, 0x7000, -50,
+	};
+	static const int bad_sigs[] = { 0, -1, 65, 66, 1000, SIGKILL, SIGSTOP };
+	size_t r, i;
+
+	for (r = 0; r < nrec; r++) {
+		uint8_t *si = buf + r * SI_MAX_SIZE;
+		int sig = fuzz_sigs[rnd_below(rs, (uint32_t)nfuzz_sigs)];
+
+		memset(si, 0, SI_MAX_SIZE);
+		/* never delivered: no fd's mask has them, write() refuses */
+		if (rnd_below(rs, 16) == 0)
+			sig = bad_sigs[rnd_below(rs, 7)];
+		memcpy(si, &sig, 4);
+		memcpy(si + 8, &codes[rnd_below(rs, 12)], 4);
+		for (i = 12; i < 48; i++)
+			si[i] = (uint8_t)rnd_next(rs);
+		if (rnd_below(rs, 16) == 0)
+			si[48 + rnd_below(rs, SI_MAX_SIZE - 48)] = 1;
+	}
+}
+
+/*
+ * What write() must do, where the answer is determined: with a buffer the
+ * VFS accepts (it answers EFAULT for the others before the fd is asked).
+ */
+static int write_exact(const struct sfd *s, size_t count, enum buf_kind kind)
+{
+	if (kind != B_RW)
+		return -1;
+	if (!(s->mode & SFD_RAW) || !(s->mode & (SFD_PRIVATE | SFD_GROUP)))
+		return EINVAL;
+	if (count % SI_MAX_SIZE)
+		return EINVAL;
+	return count ? -1 : 0;
+}
+
+static void fuzz_write(uint64_t *rs, const struct sfd *s)
+{
+	static const int allowed[] = { EINVAL, EFAULT, E2BIG, EAGAIN, 0 };
+	size_t nrec = rnd_below(rs, 40), count = nrec * SI_MAX_SIZE;
+	enum buf_kind kind = B_RW;
+	const uint8_t *buf = rw_buf;
+	int exact;
+	ssize_t n;
+
+	if (atomic_load(&pending_guess) > MAX_PENDING)
+		return;
+	if (rnd_below(rs, 4) == 0)
+		count = pick_count(rs);
+	if (rnd_below(rs, 4) == 0)
+		buf = pick_buf(rs, &kind);
+	if (kind == B_RW && count > 40 * SI_MAX_SIZE)
+		count = 40 * SI_MAX_SIZE + count % SI_MAX_SIZE;
+	if (kind == B_RW)
+		random_records(rs, (uint8_t *)buf, (count + SI_MAX_SIZE - 1) / SI_MAX_SIZE);
+	exact = write_exact(s, count, kind);
+	OP("write(%d, %p, %zu) mode %#x", s->fd, (const void *)buf, count, s->mode);
+	n = write(s->fd, buf, count);
+	res->calls++;
+	if (n > 0)
+		atomic_fetch_add(&pending_guess, n / SI_MAX_SIZE);
+	if (exact >= 0) {
+		res->exact_checks++;
+		if (exact == 0 ? n != 0 : n != -1 || errno != exact)
+			note(&res->bad_exact, "write(mode %#x, count %zu) = %zd (%s), want %s",
+			     s->mode, count, n, n < 0 ? strerror(errno) : "-",
+			     exact ? strerror(exact) : "0");
+		return;
+	}
+	if (n < 0) {
+		if (!errno_in(errno, allowed))
+			note(&res->bad_errno, "write(mode %#x, buf kind %d, count %zu): %s",
+			     s->mode, kind, count, strerror(errno));
+		return;
+	}
+	if (n % SI_MAX_SIZE || (size_t)n > count)
+		note(&res->bad_result, "write returned %zd for count %zu", n, count);
+}
+
 /* ---- the rest of the file interface ---- */
 
 static void fuzz_misc(uint64_t *rs)
@@ -483,9 +572,7 @@ static void fuzz_misc(uint64_t *rs)
 		break;
 	}
 	case 3:
-		res->exact_checks++;
-		if (write(s->fd, rw_buf, SI_MAX_SIZE) != -1 || errno != EINVAL)
-			note(&res->bad_exact, "write to a signalfd: not EINVAL (%s)", strerror(errno));
+		fuzz_write(rs, s);
 		break;
 	case 4: {
 		loff_t off = pick_offset(rs);

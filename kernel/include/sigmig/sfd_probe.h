@@ -30,6 +30,7 @@ struct sfd_caps {
 	int raw;		/* signalfd4() accepts SFD_RAW */
 	int queues;		/* ... and SFD_PRIVATE and SFD_GROUP */
 	int peek;		/* pread() returns a pending record, leaves it queued */
+	int write;		/* write() of raw records requeues them (optional) */
 	char missing[160];	/* the first thing that failed, "" if none did */
 };
 
@@ -124,6 +125,27 @@ static inline void *sfd_probe_peek_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * write() of raw records came later than the read side: a kernel without
+ * it is not missing the interface, so this does not set caps->missing.
+ * A zero-length write() returns 0 only where signalfd has a write().
+ */
+static inline int sfd_probe_write(void)
+{
+	sigset_t mask;
+	int fd, ok;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SFD_PROBE_SIGNAL);
+	fd = sfd_signalfd(-1, &mask, SFD_RAW | SFD_PRIVATE | SFD_NONBLOCK |
+			  SFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ok = write(fd, NULL, 0) == 0;
+	close(fd);
+	return ok;
+}
+
 /* Never fails: what is missing is false, and caps->missing says why. */
 static inline void sfd_probe(struct sfd_caps *caps)
 {
@@ -136,6 +158,7 @@ static inline void sfd_probe(struct sfd_caps *caps)
 		       sfd_probe_flags(caps, SFD_GROUP, "signalfd4(SFD_GROUP)");
 	if (!caps->raw)
 		return;
+	caps->write = caps->queues && sfd_probe_write();
 	err = pthread_create(&thread, NULL, sfd_probe_peek_thread, caps);
 	if (err) {
 		sfd_probe_missing(caps, "pthread_create() for the peek probe", err);

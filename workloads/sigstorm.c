@@ -53,6 +53,7 @@ static struct {
 	int duration;
 	int restore_hold;
 	int fork_storm;
+	enum sigmig_requeue requeue;
 } opt = { .threads = 4, .sigpending = 262144, .timers = 2, .timer_us = 3000,
 	  .mask_ms = 20, .local = 1 };
 
@@ -329,7 +330,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sigstorm --ctl PATH --ledger PATH [--threads N] [--restore IMAGE]\n"
 		"                [--sigpending N] [--timers N] [--timer-us US] [--mask-ms MS]\n"
-		"                [--no-local] [--duration SEC] [--restore-hold] [--fork-storm]\n");
+		"                [--no-local] [--duration SEC] [--restore-hold] [--fork-storm]\n"
+		"                [--requeue-with auto|write|sigqueueinfo]\n");
 	exit(2);
 }
 
@@ -341,6 +343,7 @@ static void parse(int argc, char **argv)
 		{ "timers", 1, 0, 'T' }, { "timer-us", 1, 0, 'u' }, { "mask-ms", 1, 0, 'm' },
 		{ "no-local", 0, 0, 'n' }, { "duration", 1, 0, 'd' }, { "help", 0, 0, 'h' },
 		{ "restore-hold", 0, 0, 'H' }, { "fork-storm", 0, 0, 'F' },
+		{ "requeue-with", 1, 0, 'Q' },
 		{ 0, 0, 0, 0 } };
 	int c;
 
@@ -358,6 +361,10 @@ static void parse(int argc, char **argv)
 		case 'd': opt.duration = atoi(optarg); break;
 		case 'H': opt.restore_hold = 1; break;
 		case 'F': opt.fork_storm = 1; break;
+		case 'Q':
+			if (sigmig_requeue_parse(optarg, &opt.requeue))
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -404,6 +411,7 @@ int main(int argc, char **argv)
 	ro.program = "sigstorm";
 	ro.restore_image = opt.restore;
 	ro.restore_hold = opt.restore_hold;
+	ro.requeue = opt.requeue;
 	ro.nthreads = opt.threads;
 	ro.commit_exit = commit_exit;
 	ret = sigmig_runtime_start(&ro, err, sizeof(err));

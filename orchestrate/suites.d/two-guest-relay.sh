@@ -131,13 +131,13 @@ snap = {"workload": "w1", "version": 1, "arch": "x86_64", "created_ns": 17962900
 wl = {"id": "w1", "program": "sigstorm", "args": [], "control": True, "pid": 130, "state": "frozen",
       "restored": True, "held": True, "started_at": "2026-12-03T11:23:42Z", "exit": None,
       "ctl_socket": "/run/sigmig/w1.sock", "ledger": "/run/sigmig/w1.ledger", "log": "/run/sigmig/w1.log",
-      "restore": {"requeued": 1, "verified": True, "restore_ns": 5}}
+      "restore": {"requeued": 1, "verified": True, "restore_ns": 5, "requeue": "write"}}
 mig = {"result": "committed", "workload": "w1", "target": "http://10.99.0.2:8080",
        "target_workload": wl, "target_resumed": False, "signals": 1, "image_bytes": 4000,
        "commit": {"method": "commit"}, "timings": {"freeze_ms": 1, "dump_ms": 2, "transfer_ms": 3,
        "restore_ms": 4, "commit_ms": 1, "downtime_ms": 11}}
 caps = {"agent_version": "0.1.0", "api_version": "v1", "kernel": {"release": "6.1", "machine": "x86_64"},
-        "signalfd": {"sfd_raw": True, "sfd_private_group": True, "queue_pread": True},
+        "signalfd": {"sfd_raw": True, "sfd_private_group": True, "queue_pread": True, "queue_write": True},
         "migration": True, "programs": [], "limits": {"max_body": 1, "max_image": 1, "max_workloads": 1},
         "auth": "bearer"}
 for name, doc in (("before", snap), ("after", snap), ("migrate", mig),

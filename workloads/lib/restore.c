@@ -6,8 +6,10 @@
  *  2. with every signal blocked, wait for the application threads to
  *     register, check every named handler exists, recreate the POSIX timers
  *     with their original ids (disarmed);
- *  3. each thread requeues its private queue to itself (rt_tgsigqueueinfo),
- *     the leader requeues the shared queue (rt_sigqueueinfo), in order;
+ *  3. each thread requeues its private queue to itself, the leader the
+ *     shared queue, in order: one write() of the records to a signalfd
+ *     where the kernel has it, else one rt_tgsigqueueinfo() (private) or
+ *     rt_sigqueueinfo() (shared) per record;
  *  4. every queue is peeked again and compared byte for byte with the image;
  *  5. only then: arm the timers, restore dispositions and masks, run (or,
  *     held, park until THAW resumes or COMMIT ends the process).
@@ -28,6 +30,7 @@
 #include <sigmig/image.h>
 #include <sigmig/runtime.h>
 #include <sigmig/sfd.h>
+#include <sigmig/sfd_probe.h>
 #include "core.h"
 #include "handlers.h"
 #include "image_priv.h"
@@ -55,6 +58,7 @@ static struct {
 	char err[256];			/* its one-line reason */
 	uint64_t requeued, restore_ns;
 	_Atomic uint64_t carried;	/* commit deltas requeued while held */
+	int by_write;			/* requeue with write() to a signalfd */
 } rs;
 
 static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -175,10 +179,44 @@ static int load_image(const char *path)
 	return ret;
 }
 
-int sigmig_restore_prepare(const char *path, int hold, char *err, size_t errlen)
+int sigmig_requeue_parse(const char *name, enum sigmig_requeue *out)
 {
-	int ret = load_image(path);
+	static const char *const names[] = {
+		[SIGMIG_REQUEUE_AUTO] = "auto",
+		[SIGMIG_REQUEUE_WRITE] = "write",
+		[SIGMIG_REQUEUE_SIGQUEUEINFO] = "sigqueueinfo",
+	};
+	unsigned int i;
 
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (name && !strcmp(name, names[i])) {
+			*out = (enum sigmig_requeue)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int choose_requeue(enum sigmig_requeue requeue, char *err, size_t errlen)
+{
+	int can_write = sfd_probe_write();
+
+	if (requeue == SIGMIG_REQUEUE_WRITE && !can_write) {
+		snprintf(err, errlen, "requeue by write() was asked for, but this kernel's signalfd has no write(): nothing requeued");
+		return -EOPNOTSUPP;
+	}
+	rs.by_write = requeue != SIGMIG_REQUEUE_SIGQUEUEINFO && can_write;
+	return 0;
+}
+
+int sigmig_restore_prepare(const char *path, int hold, enum sigmig_requeue requeue,
+			   char *err, size_t errlen)
+{
+	int ret = choose_requeue(requeue, err, errlen);
+
+	if (ret)
+		return ret;
+	ret = load_image(path);
 	if (ret) {
 		snprintf(err, errlen, "%s", rs.err);
 		return ret;
@@ -205,12 +243,55 @@ static const struct sigmig_thread *image_thread(unsigned int index)
 
 /* ---- every restoring thread: the commands it runs for the leader ---- */
 
+/*
+ * One queue of the calling thread (SFD_PRIVATE: its own, SFD_GROUP: the
+ * process's) in as few write()s as the kernel takes: each returns how many
+ * records it queued, and stops at one it could not.
+ */
+static int write_queue(int queue_flag, const struct sigmig_queue *q, char *err,
+		       size_t errlen)
+{
+	uint32_t done = 0;
+	sigset_t all;
+	ssize_t n;
+	int fd;
+
+	if (!q->count)
+		return 0;
+	/* every signal: glibc's sigfillset() leaves out its own two */
+	memset(&all, 0xff, sizeof(all));
+	fd = sfd_signalfd(-1, &all, SFD_RAW | queue_flag | SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "signalfd4(SFD_RAW): %s", strerror(errno));
+		return -errno;
+	}
+	while (done < q->count) {
+		n = write(fd, &q->entries[done], (size_t)(q->count - done) * SI_MAX_SIZE);
+		if (n <= 0) {
+			int e = n < 0 ? errno : EIO;
+			siginfo_t info;
+
+			memcpy(&info, q->entries[done].bytes, sizeof(info));
+			snprintf(err, errlen, "write(signalfd, signal %d, %s entry %u of %u): %s",
+				 info.si_signo, queue_flag == SFD_GROUP ? "shared" : "private",
+				 done, q->count, strerror(e));
+			close(fd);
+			return -e;
+		}
+		done += (uint32_t)(n / SI_MAX_SIZE);
+	}
+	close(fd);
+	return 0;
+}
+
 static int requeue_private(struct rt_thread *t, const struct sigmig_queue *q)
 {
 	pid_t pid = getpid();
 	siginfo_t info;
 	uint32_t i;
 
+	if (rs.by_write)
+		return write_queue(SFD_PRIVATE, q, t->err, sizeof(t->err));
 	for (i = 0; i < q->count; i++) {
 		memcpy(&info, q->entries[i].bytes, sizeof(info));
 		if (syscall(SYS_rt_tgsigqueueinfo, pid, t->tid, info.si_signo, &info)) {
@@ -260,6 +341,8 @@ static int requeue_shared_queue(const struct sigmig_queue *q, char *err, size_t 
 	siginfo_t info;
 	uint32_t i;
 
+	if (rs.by_write)
+		return write_queue(SFD_GROUP, q, err, errlen);
 	for (i = 0; i < q->count; i++) {
 		memcpy(&info, q->entries[i].bytes, sizeof(info));
 		if (syscall(SYS_rt_sigqueueinfo, pid, info.si_signo, &info)) {
@@ -685,6 +768,7 @@ void sigmig_restore_status(struct restore_status *st)
 	st->verified = atomic_load(&rs.verified);
 	st->requeued = st->verified ? rs.requeued : 0;
 	st->restore_ns = st->verified ? rs.restore_ns : 0;
+	st->requeue = rs.by_write ? "write" : "sigqueueinfo";
 	st->error = atomic_load(&rs.outcome) == RESTORE_FAILED ? rs.err : NULL;
 	st->carried = atomic_load(&rs.carried);
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sigmig/runtime.h>
 
 struct rt_thread;
 
@@ -16,6 +17,7 @@ struct restore_status {
 	int verified;		/* every queue requeued and compared */
 	uint64_t requeued;
 	uint64_t restore_ns;
+	const char *requeue;	/* "write" or "sigqueueinfo": how it was done */
 	const char *error;	/* why it failed, or NULL */
 	uint64_t carried;	/* commit-delta entries requeued while held */
 };
@@ -24,7 +26,8 @@ struct restore_status {
  * From the main thread, before any application thread exists: decode and
  * check the image, raise RLIMIT_SIGPENDING. Nothing changes on failure.
  */
-int sigmig_restore_prepare(const char *path, int hold, char *err, size_t errlen);
+int sigmig_restore_prepare(const char *path, int hold, enum sigmig_requeue requeue,
+			   char *err, size_t errlen);
 /* This process was started to restore an image. */
 int sigmig_restore_active(void);
 /*

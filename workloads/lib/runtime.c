@@ -68,7 +68,7 @@ static int prepare_restore(const struct sigmig_runtime_opts *opts, char *err,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	return sigmig_restore_prepare(opts->restore_image, opts->restore_hold,
-				      err, errlen);
+				      opts->requeue, err, errlen);
 }
 
 static int start_error(int ret, const char *what, char *err, size_t errlen)

@@ -143,9 +143,9 @@ static size_t status_restore(char *line, size_t cap, const struct restore_status
 
 	if (st->verified)
 		o = (size_t)snprintf(line, cap,
-				     ",\"restore\":{\"requeued\":%llu,\"verified\":true,\"restore_ns\":%llu}",
+				     ",\"restore\":{\"requeued\":%llu,\"verified\":true,\"restore_ns\":%llu,\"requeue\":\"%s\"}",
 				     (unsigned long long)st->requeued,
-				     (unsigned long long)st->restore_ns);
+				     (unsigned long long)st->restore_ns, st->requeue);
 	else
 		o = (size_t)snprintf(line, cap, ",\"restore\":null");
 	if (!st->error)

@@ -15,6 +15,15 @@
 /* Reserved by the runtime to park threads; applications must not use it. */
 #define SIGMIG_FREEZE_SIGNAL	(SIGRTMAX)
 
+enum sigmig_requeue {
+	SIGMIG_REQUEUE_AUTO = 0,
+	SIGMIG_REQUEUE_WRITE,
+	SIGMIG_REQUEUE_SIGQUEUEINFO,
+};
+
+/* "auto", "write", "sigqueueinfo" -> 0 and *@out; -1 for anything else */
+int sigmig_requeue_parse(const char *name, enum sigmig_requeue *out);
+
 struct sigmig_runtime_opts {
 	const char *ctl_path;		/* UNIX socket to listen on */
 	const char *program;		/* recorded in the image */
@@ -35,6 +44,14 @@ struct sigmig_runtime_opts {
 	 * or COMMIT ends the process (additive field, 0 keeps the old way).
 	 */
 	int restore_hold;
+	/*
+	 * How a restore queues the image's records (additive, 0 = AUTO):
+	 * AUTO writes each queue to a signalfd in one write() where the
+	 * kernel can (its capabilities say so), else one rt_(tg)sigqueueinfo()
+	 * per record; SIGQUEUEINFO always takes the latter; WRITE refuses to
+	 * restore on a kernel without write().
+	 */
+	enum sigmig_requeue requeue;
 };
 
 /*

@@ -2,13 +2,16 @@
 # Under load: freeze sigstorm, let thousands of signals pile up in both queues
 # of several threads, dump, COMMIT, restore into a new process, resume the
 # sender, and prove with sigledger: lost=0 duplicated=0 mismatched=0.
-# STORM=sigstorm32 runs the same with the i386 build (compat siginfo).
+# STORM=sigstorm32 runs the same with the i386 build (compat siginfo);
+# REQUEUE=sigqueueinfo restores with one syscall per record instead of
+# the default write() to a signalfd (the fallback for kernels without it).
 cd "$(dirname "$0")" && . ./lib.sh
 STORM=${STORM:-sigstorm}
-WORK=/tmp/wl-roundtrip-$STORM
+REQUEUE=${REQUEUE:-write}
+WORK=/tmp/wl-roundtrip-$STORM-$REQUEUE
 rm -rf "$WORK" && mkdir -p "$WORK"
-SOCK=/run/sigmig/roundtrip-$STORM.sock
-SOCK2=/run/sigmig/roundtrip-$STORM-restored.sock
+SOCK=/run/sigmig/roundtrip-$STORM-$REQUEUE.sock
+SOCK2=/run/sigmig/roundtrip-$STORM-$REQUEUE-restored.sock
 
 start_storm "$SOCK" "$WORK/ledger.1" --timer-us 10000
 ok $? "$STORM started (pid $STORM_PID)"
@@ -50,7 +53,7 @@ rc=$?
 ok $? "original exited 0 (rc=$rc) and delivered nothing after COMMIT"
 
 $STORM --restore "$WORK/image" --ctl "$SOCK2" --ledger "$WORK/ledger.2" --threads 4 \
-	2>>"$WORK/storm.err" &
+	--requeue-with "$REQUEUE" 2>>"$WORK/storm.err" &
 NEW_PID=$!
 track "$NEW_PID"
 wait_until 60 status_is "$SOCK2" running
@@ -61,6 +64,8 @@ requeued=$(echo "$status" | sed -n 's/.*"requeued":\([0-9]*\).*/\1/p')
 echo "$status" | grep -q '"restored":true' && echo "$status" | grep -q '"verified":true' &&
 	[ "$requeued" = "$signals" ]
 ok $? "restore verified byte for byte: requeued=$requeued of $signals"
+echo "$status" | grep -q "\"requeue\":\"$REQUEUE\""
+ok $? "the records were queued by $REQUEUE"
 note "restore_ns=$(echo "$status" | sed -n 's/.*"restore_ns":\([0-9]*\).*/\1/p')"
 
 echo "$NEW_PID" > "$WORK/pid"

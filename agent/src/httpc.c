@@ -122,12 +122,38 @@ static int parse_head(char *head, struct http_result *res, long *clen)
 	return 0;
 }
 
+int httpc_parse_response(char *buf, size_t len, struct http_result *res)
+{
+	char *end;
+	long clen;
+
+	end = strstr(buf, "\r\n\r\n");
+	if (!end) {
+		free(buf);
+		return len ? EPROTO : ECONNRESET;
+	}
+	*end = '\0';
+	if (parse_head(buf, res, &clen)) {
+		free(buf);
+		return EPROTO;
+	}
+	end += 4;
+	res->body_len = len - (size_t)(end - buf);
+	if (clen >= 0 && (size_t)clen != res->body_len) {
+		free(buf);
+		res->status = 0;
+		return EPROTO;	/* cut in the middle of the reply */
+	}
+	memmove(buf, end, res->body_len + 1);
+	res->body = buf;
+	return 0;
+}
+
 /* Reads the whole response (Connection: close) and parses it. */
 static int receive_response(int fd, double deadline, struct http_result *res)
 {
 	size_t cap = 8192, len = 0;
-	char *buf = malloc(cap), *end;
-	long clen;
+	char *buf = malloc(cap);
 	ssize_t n;
 	int err;
 
@@ -167,26 +193,7 @@ static int receive_response(int fd, double deadline, struct http_result *res)
 		}
 	}
 	buf[len] = '\0';
-	end = strstr(buf, "\r\n\r\n");
-	if (!end) {
-		free(buf);
-		return len ? EPROTO : ECONNRESET;
-	}
-	*end = '\0';
-	if (parse_head(buf, res, &clen)) {
-		free(buf);
-		return EPROTO;
-	}
-	end += 4;
-	res->body_len = len - (size_t)(end - buf);
-	if (clen >= 0 && (size_t)clen != res->body_len) {
-		free(buf);
-		res->status = 0;
-		return EPROTO;	/* cut in the middle of the reply */
-	}
-	memmove(buf, end, res->body_len + 1);
-	res->body = buf;
-	return 0;
+	return httpc_parse_response(buf, len, res);
 }
 
 static int send_request(int fd, const char *method, const struct target_url *t,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -510,6 +511,20 @@ bool bearer_token_matches(const char *header, const char *token)
 	while (*p == ' ')
 		p++;
 	return constant_time_equal(p, strlen(p), token, strlen(token));
+}
+
+bool json_media_type_ok(const char *ct, bool have_body)
+{
+	size_t n = strlen("application/json");
+
+	if (!ct)
+		return !have_body;
+	ct += strspn(ct, " \t");
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return false;
+	ct += n;
+	ct += strspn(ct, " \t");
+	return *ct == '\0' || *ct == ';';
 }
 
 int parse_size(const char *text, uint64_t *out)

@@ -102,6 +102,14 @@ int parse_migrate_request(const char *body, size_t len,
  */
 bool bearer_token_matches(const char *header, const char *token);
 
+/*
+ * A Content-Type (NULL: none) for a JSON body: exactly application/json,
+ * parameters (charset) allowed. A form type or text/plain would let a web
+ * page post a body cross-site without a preflight; a body without a type
+ * is refused for the same reason.
+ */
+bool json_media_type_ok(const char *content_type, bool have_body);
+
 /* Decimal unsigned with optional K/M/G suffix (powers of 1024). */
 int parse_size(const char *text, uint64_t *out);
 

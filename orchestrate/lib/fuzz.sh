@@ -6,7 +6,7 @@
 # sanitizer report leaves its input in WORK_DIR/ and is a "not ok" line
 # naming that reproducer and the command that replays it.
 fuzz_run() {
-	local name=$1 bin=$2 seconds=$3 max_len=$4 work=$5 log runs repro
+	local name=$1 bin=$2 seconds=$3 max_len=$4 work=$5 log runs cov repro
 	shift 5
 	mkdir -p "$work/corpus"
 	log=$work/fuzz.log
@@ -19,7 +19,8 @@ fuzz_run() {
 		-artifact_prefix="$work/" -print_final_stats=1 \
 		"$work/corpus" >"$log" 2>&1; then
 		runs=$(grep -o 'Done [0-9]* runs' "$log" | head -1 || true)
-		tap 0 "fuzz $name: ${seconds}s, ${runs:-? runs}, no crash"
+		cov=$(grep -o 'DONE *cov: [0-9]*' "$log" | grep -o '[0-9]*$' || true)
+		tap 0 "fuzz $name: ${seconds}s, ${runs:-? runs}, ${cov:-?} edges, no crash"
 		return 0
 	fi
 	repro=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)

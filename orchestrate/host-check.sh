@@ -12,9 +12,10 @@ default_components="kernel kernel/stress workloads agent orchestrate"
 grep -qs 'stress' "$REPO/kernel/Makefile" && default_components="kernel workloads agent orchestrate"
 COMPONENTS=${SIGMIG_COMPONENTS:-$default_components}
 failed=0
-# Each fuzzer (image reader, agent requests) runs this long in make test;
-# `make -C workloads check FUZZ_SECONDS=600` for a longer campaign.
-export FUZZ_SECONDS=${SIGMIG_FUZZ_SECONDS:-30}
+# Each fuzzer (image reader as is and with its CRC recomputed; the agent's
+# requests, restore query, peer replies, image JSON) runs this long in make
+# test; `make -C workloads check FUZZ_SECONDS=600` for a longer campaign.
+export FUZZ_SECONDS=${SIGMIG_FUZZ_SECONDS:-20}
 
 run_step() {
 	local label=$1 out rc

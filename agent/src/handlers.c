@@ -385,46 +385,9 @@ void handle_log(struct request *req, struct reply *out)
 	send_workload_file(req, out, "log", "text/plain; charset=utf-8");
 }
 
-struct restore_query {
-	char program[PROGRAM_NAME_MAX + 1];
-	struct workload_args args;
-	struct verror err;
-	bool failed;
-	bool hold;
-};
-
 static int collect_restore_query(void *cls, const char *key, const char *value)
 {
-	struct restore_query *q = cls;
-
-	if (strcmp(key, "arg") == 0) {
-		if (workload_args_add(&q->args, value, strlen(value), &q->err))
-			q->failed = true;
-	} else if (strcmp(key, "hold") == 0) {
-		if (strcmp(value, "1") && strcmp(value, "0")) {
-			q->failed = true;
-			q->err.code = "invalid_parameter";
-			snprintf(q->err.detail, sizeof(q->err.detail),
-				 "hold: 1 or 0");
-		} else {
-			q->hold = value[0] == '1';
-		}
-	} else if (strcmp(key, "program") == 0) {
-		if (!program_name_valid(value)) {
-			q->failed = true;
-			q->err.code = "invalid_parameter";
-			snprintf(q->err.detail, sizeof(q->err.detail),
-				 "program: not a valid program name");
-		} else {
-			snprintf(q->program, sizeof(q->program), "%s", value);
-		}
-	} else {
-		q->failed = true;
-		q->err.code = "unknown_parameter";
-		snprintf(q->err.detail, sizeof(q->err.detail),
-			 "unknown query parameter \"%.64s\"", key);
-	}
-	return q->failed ? -1 : 0;
+	return restore_query_add(cls, key, value);
 }
 
 /* The image names the program it came from; the query may override it. */
@@ -543,7 +506,7 @@ void handle_restore(struct request *req, struct reply *out)
 	}
 	sigmig_image_free(&img);
 out:
-	workload_args_free(&q.args);
+	restore_query_free(&q);
 }
 
 /* A commit delta into a held copy: checked whole before anything changes. */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -99,26 +100,90 @@ static int send_all(int fd, const void *buf, size_t len, double deadline,
 	return 0;
 }
 
+/* "HTTP/1.<digit> <3 digits>", then a reason phrase or nothing. */
+static int parse_status_line(const char *line, unsigned int *status)
+{
+	const char *code = line + 9;
+
+	if (strncmp(line, "HTTP/1.", 7) || !isdigit((unsigned char)line[7]) ||
+	    line[8] != ' ' || !isdigit((unsigned char)code[0]) ||
+	    !isdigit((unsigned char)code[1]) ||
+	    !isdigit((unsigned char)code[2]) || (code[3] && code[3] != ' '))
+		return -1;
+	*status = (unsigned int)((code[0] - '0') * 100 + (code[1] - '0') * 10 +
+				 (code[2] - '0'));
+	return *status < 100 ? -1 : 0;
+}
+
+/* 1*DIGIT with blanks after it; a second one must say the same. */
+static int parse_content_length(const char *text, long *clen)
+{
+	char *end;
+	long n;
+
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	errno = 0;
+	n = strtol(text, &end, 10);
+	if (errno)
+		return -1;
+	end += strspn(end, " \t");
+	if (*end || (*clen >= 0 && *clen != n))
+		return -1;
+	*clen = n;
+	return 0;
+}
+
 static int parse_head(char *head, struct http_result *res, long *clen)
 {
 	char *line, *save = NULL, *colon;
 
-	line = strtok_r(head, "\r\n", &save);
-	if (!line || sscanf(line, "HTTP/1.%*d %u", &res->status) != 1)
-		return -1;
 	*clen = -1;
+	line = strtok_r(head, "\r\n", &save);
+	if (line != head || parse_status_line(line, &res->status))
+		return -1;
 	while ((line = strtok_r(NULL, "\r\n", &save))) {
 		colon = strchr(line, ':');
 		if (!colon)
 			continue;
 		*colon++ = '\0';
 		colon += strspn(colon, " \t");
-		if (strcasecmp(line, "Content-Length") == 0)
-			*clen = strtol(colon, NULL, 10);
-		else if (strcasecmp(line, "Content-Type") == 0)
+		if (strcasecmp(line, "Content-Length") == 0) {
+			if (parse_content_length(colon, clen))
+				return -1;
+		} else if (strcasecmp(line, "Content-Type") == 0) {
 			snprintf(res->content_type, sizeof(res->content_type),
 				 "%s", colon);
+		}
 	}
+	return 0;
+}
+
+int httpc_parse_response(char *buf, size_t len, struct http_result *res)
+{
+	char *end;
+	long clen;
+
+	end = strstr(buf, "\r\n\r\n");
+	if (!end) {
+		free(buf);
+		return len ? EPROTO : ECONNRESET;
+	}
+	*end = '\0';
+	if (parse_head(buf, res, &clen)) {
+		free(buf);
+		res->status = 0;
+		return EPROTO;
+	}
+	end += 4;
+	res->body_len = len - (size_t)(end - buf);
+	if (clen >= 0 && (size_t)clen != res->body_len) {
+		free(buf);
+		res->status = 0;
+		return EPROTO;	/* cut in the middle of the reply */
+	}
+	memmove(buf, end, res->body_len + 1);
+	res->body = buf;
 	return 0;
 }
 
@@ -126,8 +191,7 @@ static int parse_head(char *head, struct http_result *res, long *clen)
 static int receive_response(int fd, double deadline, struct http_result *res)
 {
 	size_t cap = 8192, len = 0;
-	char *buf = malloc(cap), *end;
-	long clen;
+	char *buf = malloc(cap);
 	ssize_t n;
 	int err;
 
@@ -167,26 +231,7 @@ static int receive_response(int fd, double deadline, struct http_result *res)
 		}
 	}
 	buf[len] = '\0';
-	end = strstr(buf, "\r\n\r\n");
-	if (!end) {
-		free(buf);
-		return len ? EPROTO : ECONNRESET;
-	}
-	*end = '\0';
-	if (parse_head(buf, res, &clen)) {
-		free(buf);
-		return EPROTO;
-	}
-	end += 4;
-	res->body_len = len - (size_t)(end - buf);
-	if (clen >= 0 && (size_t)clen != res->body_len) {
-		free(buf);
-		res->status = 0;
-		return EPROTO;	/* cut in the middle of the reply */
-	}
-	memmove(buf, end, res->body_len + 1);
-	res->body = buf;
-	return 0;
+	return httpc_parse_response(buf, len, res);
 }
 
 static int send_request(int fd, const char *method, const struct target_url *t,

@@ -36,6 +36,14 @@ int httpc_request(const char *method, const struct target_url *target,
 		  struct http_result *res);
 void http_result_free(struct http_result *res);
 
+/*
+ * Parses a whole response (status line, headers, body) that a peer sent
+ * before closing: @buf is malloc()ed, @len bytes followed by a NUL. On
+ * success @buf becomes res->body (the body moved to its start); on
+ * failure it is freed and an errno value is returned. Pure, for tests.
+ */
+int httpc_parse_response(char *buf, size_t len, struct http_result *res);
+
 /* Appends "key=value" to a query string, percent-encoding the value. */
 int url_append_query(char *buf, size_t len, const char *key, const char *value);
 

@@ -81,12 +81,21 @@ static json_t *timers_json(const struct sigmig_image *img)
 	return list;
 }
 
+/* The image's bytes, printable ASCII or '?': a JSON string can hold them. */
+static void printable_name(char *dst, const char *src, size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < max && src[i]; i++)
+		dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
+	dst[i] = '\0';
+}
+
 json_t *image_to_json(const struct sigmig_image *img, unsigned int limit)
 {
 	char program[sizeof(img->program) + 1];
 
-	snprintf(program, sizeof(program), "%.*s", (int)sizeof(img->program),
-		 img->program);
+	printable_name(program, img->program, sizeof(img->program));
 	return json_pack("{s:i, s:s, s:I, s:i, s:s, s:I, s:o, s:o, s:o}",
 			 "version", (int)img->version,
 			 "arch", arch_name(img->arch),

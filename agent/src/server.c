@@ -236,25 +236,10 @@ static bool declared_too_large(struct request *req)
 	return cl && parse_size(cl, &n) == 0 && n > req->body_limit;
 }
 
-/*
- * Exactly application/json, parameters (charset) allowed. A form type or
- * text/plain would let a web page post a body cross-site without a
- * preflight; a body without a type is refused for the same reason.
- */
-static bool json_media_type_ok(struct request *req, bool have_body)
+static bool json_body_type_ok(struct request *req, bool have_body)
 {
-	const char *ct = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_CONTENT_TYPE);
-	size_t n = strlen("application/json");
-
-	if (!ct)
-		return !have_body;
-	ct += strspn(ct, " \t");
-	if (strncasecmp(ct, "application/json", n) != 0)
-		return false;
-	ct += n;
-	ct += strspn(ct, " \t");
-	return *ct == '\0' || *ct == ';';
+	return json_media_type_ok(MHD_lookup_connection_value(req->conn,
+			MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE), have_body);
 }
 
 static enum MHD_Result refuse_media_type(struct request *req)
@@ -299,7 +284,7 @@ static enum MHD_Result on_headers(struct request *req)
 		return send_error(req, 413, "body_too_large", detail, NULL, NULL);
 	}
 	/* A wrong type is refused before the body; a missing one after it. */
-	if (req->rm->body == BODY_JSON && !json_media_type_ok(req, false))
+	if (req->rm->body == BODY_JSON && !json_body_type_ok(req, false))
 		return refuse_media_type(req);
 	return MHD_YES;
 }
@@ -343,7 +328,7 @@ static enum MHD_Result dispatch(struct request *req)
 			 (unsigned long long)req->body_limit);
 		return send_error(req, 413, "body_too_large", detail, NULL, NULL);
 	}
-	if (req->rm->body == BODY_JSON && !json_media_type_ok(req, req->body_len))
+	if (req->rm->body == BODY_JSON && !json_body_type_ok(req, req->body_len))
 		return refuse_media_type(req);
 	req->rm->handler(req, &out);
 	if (!out.status)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -193,6 +194,40 @@ void workload_args_free(struct workload_args *args)
 	for (i = 0; i < args->argc; i++)
 		free(args->argv[i]);
 	args->argc = 0;
+}
+
+int restore_query_add(struct restore_query *q, const char *key,
+		      const char *value)
+{
+	if (strcmp(key, "arg") == 0) {
+		if (workload_args_add(&q->args, value, strlen(value), &q->err))
+			q->failed = true;
+	} else if (strcmp(key, "hold") == 0) {
+		if (strcmp(value, "1") && strcmp(value, "0")) {
+			q->failed = true;
+			fail(&q->err, "invalid_parameter", "hold: 1 or 0");
+		} else {
+			q->hold = value[0] == '1';
+		}
+	} else if (strcmp(key, "program") == 0) {
+		if (!program_name_valid(value)) {
+			q->failed = true;
+			fail(&q->err, "invalid_parameter",
+			     "program: not a valid program name");
+		} else {
+			snprintf(q->program, sizeof(q->program), "%s", value);
+		}
+	} else {
+		q->failed = true;
+		fail(&q->err, "unknown_parameter",
+		     "unknown query parameter \"%.64s\"", key);
+	}
+	return q->failed ? -1 : 0;
+}
+
+void restore_query_free(struct restore_query *q)
+{
+	workload_args_free(&q->args);
 }
 
 static json_t *parse_object(const char *body, size_t len, struct verror *err)
@@ -476,6 +511,20 @@ bool bearer_token_matches(const char *header, const char *token)
 	while (*p == ' ')
 		p++;
 	return constant_time_equal(p, strlen(p), token, strlen(token));
+}
+
+bool json_media_type_ok(const char *ct, bool have_body)
+{
+	size_t n = strlen("application/json");
+
+	if (!ct)
+		return !have_body;
+	ct += strspn(ct, " \t");
+	if (strncasecmp(ct, "application/json", n) != 0)
+		return false;
+	ct += n;
+	ct += strspn(ct, " \t");
+	return *ct == '\0' || *ct == ';';
 }
 
 int parse_size(const char *text, uint64_t *out)

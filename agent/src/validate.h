@@ -66,6 +66,23 @@ int workload_args_add(struct workload_args *args, const char *arg, size_t len,
 		      struct verror *err);
 void workload_args_free(struct workload_args *args);
 
+/* The query of POST /v1/restore: ?program=&arg=...&hold=1|0, decoded. */
+struct restore_query {
+	char program[PROGRAM_NAME_MAX + 1];	/* "": the image's own */
+	struct workload_args args;
+	struct verror err;
+	bool failed;
+	bool hold;
+};
+
+/*
+ * Takes one decoded key=value pair, in order. Returns 0, or -1 with
+ * q->failed set and q->err filled: the pairs after it are not looked at.
+ */
+int restore_query_add(struct restore_query *q, const char *key,
+		      const char *value);
+void restore_query_free(struct restore_query *q);
+
 /* Parse a POST /v1/workloads body. 0, or -1 with @err filled. */
 int parse_start_request(const char *body, size_t len, struct start_request *req,
 			struct verror *err);
@@ -84,6 +101,14 @@ int parse_migrate_request(const char *body, size_t len,
  * constant time. Returns true when it is "Bearer <token>".
  */
 bool bearer_token_matches(const char *header, const char *token);
+
+/*
+ * A Content-Type (NULL: none) for a JSON body: exactly application/json,
+ * parameters (charset) allowed. A form type or text/plain would let a web
+ * page post a body cross-site without a preflight; a body without a type
+ * is refused for the same reason.
+ */
+bool json_media_type_ok(const char *content_type, bool have_body);
 
 /* Decimal unsigned with optional K/M/G suffix (powers of 1024). */
 int parse_size(const char *text, uint64_t *out);

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target: a peer agent's reply, as httpc reads it off the socket
+ * (everything up to the peer's close), through httpc_parse_response() and
+ * then what migrate.c makes of the body: the held copy's id from a 2xx,
+ * the problem's code and detail otherwise.
+ *
+ * Beyond no crash and no leak: a reply that parses has a three-digit
+ * status read from a well-formed status line, a NUL-terminated body of
+ * the length the peer declared, and a Content-Type that fits.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "httpc.h"
+#include "problem.h"
+#include "validate.h"
+
+/* "HTTP/1.<digit> <3 digits>" then the end of the line or a space. */
+static unsigned int expected_status(const char *reply)
+{
+	const char *p = reply;
+
+	if (strncmp(p, "HTTP/1.", 7) || !isdigit((unsigned char)p[7]) ||
+	    p[8] != ' ')
+		return 0;
+	p += 9;
+	if (!isdigit((unsigned char)p[0]) || !isdigit((unsigned char)p[1]) ||
+	    !isdigit((unsigned char)p[2]) || !strchr(" \r\n", p[3]))
+		return 0;
+	return (unsigned int)((p[0] - '0') * 100 + (p[1] - '0') * 10 + p[2] - '0');
+}
+
+/*
+ * The Content-Length the head declares: -1 none, -2 one that is not
+ * 1*DIGIT (optional blanks around it) or two that differ, so that no body
+ * length can be right. Lines are split as httpc splits them.
+ */
+static long long declared_length(const char *reply)
+{
+	char *head = strdup(reply), *end, *line, *save = NULL, *v;
+	long long clen = -1, n;
+
+	if (!head)
+		abort();
+	end = strstr(head, "\r\n\r\n");
+	if (end)
+		*end = '\0';
+	line = strtok_r(head, "\r\n", &save);
+	while (line && (line = strtok_r(NULL, "\r\n", &save))) {
+		if (strncasecmp(line, "Content-Length:", 15))
+			continue;
+		v = line + 15;
+		v += strspn(v, " \t");
+		n = -2;
+		if (isdigit((unsigned char)*v) && strspn(v, "0123456789") <= 15) {
+			n = strtoll(v, &v, 10);
+			v += strspn(v, " \t");
+			if (*v)
+				n = -2;
+		} else if (isdigit((unsigned char)*v)) {
+			n = -3;		/* too long to be a length here, also fine */
+		}
+		if (clen == -1 || clen == n)
+			clen = n;
+		else
+			clen = -2;
+	}
+	free(head);
+	return clen;
+}
+
+/* What migrate.c does with a reply that parsed. */
+static void interpret(const struct http_result *res)
+{
+	struct api_error err;
+	const char *id, *code, *detail;
+	json_t *doc, *p;
+	char *text;
+
+	doc = res->body ? json_loads(res->body, 0, NULL) : NULL;
+	id = json_string_value(json_object_get(doc, "id"));
+	if (id && workload_id_valid(id) && strlen(id) > 10)
+		abort();
+	code = json_string_value(json_object_get(doc, "code"));
+	detail = json_string_value(json_object_get(doc, "detail"));
+	api_error_set(&err, 502, "target_rejected", "the target answered %u: %s",
+		      res->status, detail ? detail : "(no problem document)");
+	snprintf(err.cause, sizeof(err.cause), "%s", code ? code : "");
+	p = problem_from_error(&err, "/v1/workloads/w1/migrate");
+	text = p ? json_dumps(p, JSON_COMPACT) : NULL;
+	if (!text)
+		abort();
+	free(text);
+	json_decref(p);
+	json_decref(doc);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct http_result res;
+	char *buf = malloc(size + 1);
+	unsigned int status;
+	long long clen;
+
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	status = expected_status(buf);
+	clen = declared_length(buf);
+	memset(&res, 0, sizeof(res));
+	if (httpc_parse_response(buf, size, &res)) {
+		/* buf is freed; a reply cut short must not look answered */
+		if (res.body)
+			abort();
+		return 0;
+	}
+	if (!res.body || res.body_len > size || res.body[res.body_len] ||
+	    !memchr(res.content_type, '\0', sizeof(res.content_type)))
+		abort();
+	if (memcmp(res.body, data + size - res.body_len, res.body_len))
+		abort();	/* the body is the reply's tail */
+	if (res.status != status || status < 100)
+		abort();	/* a status the status line does not say */
+	if (clen == -2 || (clen >= 0 && (size_t)clen != res.body_len))
+		abort();	/* a body the declared length does not describe */
+	interpret(&res);
+	http_result_free(&res);
+	return 0;
+}

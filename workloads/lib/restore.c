@@ -326,7 +326,12 @@ static int run_cmd(struct rt_thread *t, uint32_t cmd)
 	case CMD_PEEK:
 		return sigmig_peek_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
 	case CMD_GO:
-		enter_image_mask(t);
+		/*
+		 * The mask is entered after the acknowledgement (restore_go):
+		 * entered here, the thread would run the handlers of its whole
+		 * queue before acknowledging, and the leader would let the next
+		 * thread go only then.
+		 */
 		return 0;
 	case CMD_ABORT:
 		return 0;
@@ -707,18 +712,28 @@ static int take_lead(void)
 	return is_main_thread() && atomic_compare_exchange_strong(&rs.led, &expected, 1);
 }
 
+/* Every thread has been told to go: this one now takes its signals. */
+static int restore_go(struct rt_thread *t)
+{
+	enter_image_mask(t);
+	return 0;
+}
+
 int sigmig_restore_join(struct rt_thread *t)
 {
 	t->image = image_thread((unsigned int)(t - sigmig_thread(0)));
 	/* what a PEEK of the held copy reports: the mask it resumes with */
 	t->blocked = t->image ? t->image->blocked : 0;
-	if (take_lead())
-		return lead();
+	if (take_lead()) {
+		int ret = lead();
+
+		return ret ? ret : restore_go(t);
+	}
 	if (atomic_load(&rs.outcome) == RESTORE_FAILED)
 		return -ECANCELED;
 	if (sigmig_serve(t, run_cmd, CMD_BIT(CMD_GO) | CMD_BIT(CMD_ABORT)) != CMD_GO)
 		return -ECANCELED;
-	return 0;
+	return restore_go(t);
 }
 
 /* 0 once resumed, the failure, or -ETIMEDOUT after @timeout_ms (< 0: none). */

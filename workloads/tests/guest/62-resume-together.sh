@@ -1,0 +1,34 @@
+#!/bin/sh
+# After a restore every thread resumes at once: the restored signals of one
+# thread do not hold back the others (resume-together.c).
+cd "$(dirname "$0")" && . ./lib.sh
+WORK=/tmp/wl-resume-together
+rm -rf "$WORK" && mkdir -p "$WORK"
+SOCK=/run/sigmig/resume-together.sock
+SOCK2=/run/sigmig/resume-together-restored.sock
+
+resume-together --ctl "$SOCK" --state "$WORK/state" --go "$WORK/go" 2>>"$WORK/err" &
+PID=$!
+track "$PID"
+wait_until 20 status_is "$SOCK" running
+ok $? "resume-together running (pid $PID)"
+reply=$(sigmig-ctl "$SOCK" FREEZE)
+ok $? "FREEZE: $reply"
+touch "$WORK/go"
+wait_until 20 test -s "$WORK/state"
+ok $? "signals queued to both parked threads: $(grep SigQ "/proc/$PID/status")"
+reply=$(sigmig-ctl "$SOCK" DUMP --out "$WORK/image")
+ok $? "DUMP: $reply"
+sigmig-ctl "$SOCK" COMMIT >/dev/null
+ok $? "COMMIT"
+wait_until 10 exited "$PID"
+resume-together --restore "$WORK/image" --ctl "$SOCK2" 2>>"$WORK/err" >"$WORK/out"
+rc=$?
+while read -r line; do
+	case "$line" in
+	"ok "*) ok 0 "${line#ok [0-9]* - }" ;;
+	"not ok "*) ok 1 "${line#not ok [0-9]* - }" ;;
+	esac
+done <"$WORK/out"
+ok "$rc" "restored resume-together exit status $rc $(cat "$WORK/err")"
+finish

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Downtime (freeze to resume) of a migration A -> B for 1k, 10k and 100k
-# pending signals, next to the time the same number of bytes takes to cross
-# the same guest link alone (linkbench, TCP, A -> B, started through the
-# agents).  Writes a Markdown table to docs/downtime-bench.md (or --output).
+# Downtime (freeze to resume) of a migration A -> B for 1k, 10k, 100k and
+# 1M pending signals, each run next to the time the same number of bytes
+# takes to cross the same guest link alone (linkbench, TCP, A -> B, started
+# through the agents), several runs, with every phase of the downtime.
+# Writes a Markdown report to docs/downtime-bench.md (or --output).
 set -euo pipefail
 
 PROG=downtime-bench
@@ -11,17 +12,21 @@ PROG=downtime-bench
 REPO=$SIGMIG_REPO
 LOGS="$REPO/build/logs"
 OUT="$REPO/build/downtime-bench"
-counts="1000 10000 100000"
-runs=1
+counts="1000 10000 100000 1000000"
+runs=3
+requeue_with=auto
 output="$REPO/docs/downtime-bench.md"
 inside=0
 AUTH=""	# the agents' bearer token in a header file (agent_token_file)
 
 usage_text() {
 	cat <<'EOF'
-Usage: downtime-bench.sh [--counts "1000 10000 100000"] [--runs N] [--output FILE]
+Usage: downtime-bench.sh [--counts "1000 10000 100000 1000000"] [--runs N]
+                         [--requeue-with auto|write|sigqueueinfo] [--output FILE]
   Boots two guests (two-guests.sh) and re-enters itself inside them with
   --inside, which measures with the guests of the calling two-guests.sh.
+  Each of the N runs (default 3) migrates once per count and times the bare
+  link for that image right after.
 Environment: SIGMIG_BENCH_KERNEL, SIGMIG_BENCH_INITRD (prebuilt images).
 EOF
 }
@@ -31,6 +36,7 @@ parse_args() {
 		case "$1" in
 		--counts) counts=${2:?}; shift 2 ;;
 		--runs) runs=${2:?}; shift 2 ;;
+		--requeue-with) requeue_with=${2:?}; shift 2 ;;
 		--output) output=${2:?}; shift 2 ;;
 		--inside) inside=1; shift ;;
 		-h|--help) show_help ;;
@@ -80,16 +86,6 @@ wait_gone() {	# URL ID
 	wait_until 300 "workload $2 at $1 to end" workload_gone "$1" "$2"
 }
 
-# Prints the best of three linkbench times (ms) for BYTES from A to B.
-link_time() {
-	local best="" t
-	for _ in 1 2 3; do
-		t=$(link_time_once "$1") || continue
-		[ -n "$best" ] && awk -v a="$t" -v b="$best" 'BEGIN { exit !(a >= b) }' || best=$t
-	done
-	echo "${best:-0}"
-}
-
 link_time_once() {
 	local bytes=$1 recv send port=$((9000 + RANDOM % 1000))
 	recv=$(start_program "$SIGMIG_B_URL" linkbench "[\"recv\",\"$port\"]")
@@ -102,30 +98,73 @@ link_time_once() {
 
 ms() { awk -v v="$1" 'BEGIN { printf "%.1f", v }'; }
 
+# One row per migration: count, run, then the agent's figures (the phases
+# are consecutive: they add up to the downtime), the bare link for the same
+# bytes right after, and the ledger's verdict.
 measure() {
 	local n run dir res image link
 	: >"$OUT/rows.txt"
-	for n in $counts; do
-		for run in $(seq 1 "$runs"); do
+	for run in $(seq 1 "$runs"); do
+		for n in $counts; do
 			dir="$OUT/n$n-r$run"
-			say "migration with $n signals piled up (run $run)"
-			res=$("$REPO/orchestrate/migrate.sh" --quiet --resume-at-once --rt-only --settle 15 --signals "$n" --after 0 --threads 4 --snapshot-limit 1 --out "$dir") ||
+			say "run $run: migration with $n signals piled up"
+			"$REPO/orchestrate/migrate.sh" --quiet --resume-at-once --rt-only --settle 15 \
+				--signals "$n" --after 0 --threads 4 --snapshot-limit 1 \
+				--requeue-with "$requeue_with" --out "$dir" >/dev/null ||
 				say "migrate.sh failed for $n (see $dir); recorded anyway"
 			res="$dir/result.json"
 			[ -f "$res" ] || continue
-			image=$(jq -r '.migrate.image_size // .migrate.image_bytes // .migrate.timings.image_bytes // 0' "$res")
-			link=$(link_time "$image" || echo 0)
-			jq -r --arg link "${link:-0}" --arg image "$image" "$(cat <<-'EOF'
-				def t(p): (.migrate.timings // .migrate) as $m
-					| ($m[p + "_ms"] // (($m[p + "_ns"] // 0) / 1e6));
-				[.pending.before.total, ($image | tonumber), t("freeze"), t("dump"), t("transfer"),
-				 t("restore"), t("commit"), (t("downtime") // t("total")), ($link | tonumber),
-				 (.ledger.lost // "?"), (.ledger.duplicated // "?"), (.failures | length)] | @tsv
+			image=$(jq -r '.migrate.image_bytes // 0' "$res")
+			link=$(link_time_once "$image") || link=""
+			[ -n "$link" ] ||
+				die "linkbench could not time $image bytes A -> B: no ratio without the link"
+			jq -r --arg n "$n" --arg run "$run" --arg link "${link:-0}" "$(cat <<-'EOF'
+				.migrate.timings as $t
+				| [$n, $run, .pending.before.total, .migrate.image_bytes, $t.freeze_ms, $t.dump_ms,
+				   $t.transfer_ms, $t.restore_ms, $t.commit_ms, $t.resume_ms, $t.downtime_ms,
+				   ([$t.freeze_ms, $t.dump_ms, $t.transfer_ms, $t.restore_ms, $t.commit_ms,
+				     $t.resume_ms] | add), ($link | tonumber),
+				   (.migrate.target_workload.restore.requeue // "?"),
+				   (.ledger.lost // "?"), (.ledger.duplicated // "?"), (.failures | length)] | @tsv
 				EOF
 			)" "$res" >>"$OUT/rows.txt"
 			say "  $(tail -1 "$OUT/rows.txt")"
 		done
 	done
+}
+
+# For each count: the median of every column over the runs, and the spread
+# (min-max) of the downtime, the link and their ratio.
+summary_rows() {
+	sort -t$'\t' -k1,1n -k2,2n "$OUT/rows.txt" | awk -F'\t' '
+	function med(col,   i, j, k, v, a, m) {
+		m = 0
+		for (i = 1; i <= cnt; i++) a[++m] = val[i, col]
+		for (i = 2; i <= m; i++) { v = a[i]; for (j = i - 1; j >= 1 && a[j] > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
+		k = int((m + 1) / 2)
+		return (m % 2) ? a[k] : (a[k] + a[k + 1]) / 2
+	}
+	function lo(col,   i, r) { r = val[1, col]; for (i = 2; i <= cnt; i++) if (val[i, col] < r) r = val[i, col]; return r }
+	function hi(col,   i, r) { r = val[1, col]; for (i = 2; i <= cnt; i++) if (val[i, col] > r) r = val[i, col]; return r }
+	function flush(   c) {
+		if (!cnt) return
+		for (i = 1; i <= cnt; i++) val[i, 18] = val[i, 13] > 0 ? val[i, 11] / val[i, 13] : 0
+		printf "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | **%.1fx** (%.1f-%.1f) |\n",
+			med(3), med(4), cnt, med(5), med(6), med(7), med(8), med(9), med(10),
+			med(11), lo(11), hi(11), med(13), lo(13), hi(13), med(18), lo(18), hi(18)
+		cnt = 0
+	}
+	$1 != last { flush(); last = $1 }
+	{ cnt++; for (c = 1; c <= NF; c++) val[cnt, c] = $c }
+	END { flush() }'
+}
+
+run_rows() {
+	sort -t$'\t' -k1,1n -k2,2n "$OUT/rows.txt" |
+		while IFS=$'\t' read -r n run p img f d t r c rs dt sum l rq lost dup nfail; do
+			[ "$nfail" = 0 ] || { lost="($lost)*"; dup="($dup)*"; }
+			echo "| $n | $run | $p | $img | $(ms "$f") | $(ms "$d") | $(ms "$t") | $(ms "$r") | $(ms "$c") | $(ms "$rs") | $(ms "$dt") | $(ms "$sum") | $(ms "$l") | $rq | $lost | $dup |"
+		done
 }
 
 write_doc() {
@@ -134,36 +173,40 @@ write_doc() {
 	{
 		echo "# Migration downtime vs. the bare link"
 		echo
-		echo "Measured by \`orchestrate/downtime-bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) host cores,"
+		echo "Measured by \`orchestrate/downtime-bench.sh --runs $runs\` on $(date -u +%Y-%m-%d) ($(nproc) host cores,"
 		echo "QEMU $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG, guests -smp 2 -m 1024, guest kernel $kernel_line)."
-		echo "The workload (sigstorm, 4 threads) is frozen while sigsend piles N signals up in its"
-		echo "queues (per-thread and process-wide; standard signals coalesce, so \"pending\" can be below N),"
-		echo "then A's agent migrates it to B over the virtio-net link (socat relay, no fault)."
-		echo "*Downtime* is the agents' own measurement from freeze to resume on B; *link alone* is the"
-		echo "time \`linkbench\` needs to push the same number of bytes (the image size) from A to B over"
-		echo "the same link, TCP connect to final acknowledgement, started through the same agents."
+		echo "The workload (sigstorm, 4 threads) is frozen while sigsend piles N real-time signals up in"
+		echo "its queues (per-thread and process-wide), then A's agent migrates it to B over the virtio-net"
+		echo "link (socat relay, no fault) and resumes it there. Right after each migration, *link* is the"
+		echo "time \`linkbench\` needs to push the same number of bytes (the image size) from A to B over the"
+		echo "same link, TCP connect to final acknowledgement, started through the same agents: the"
+		echo "two are measured side by side, run after run, so that a slow moment of the host shows in both."
 		echo
-		echo "| pending | image bytes | freeze ms | dump ms | transfer ms | restore ms | commit ms | downtime ms | link alone ms | lost | dup |"
-		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
-		while IFS=$'\t' read -r p img f d t r c dt l lost dup nfail; do
-			[ "$nfail" = 0 ] || { lost="($lost)*"; dup="($dup)*"; }
-			echo "| $p | $img | $(ms "$f") | $(ms "$d") | $(ms "$t") | $(ms "$r") | $(ms "$c") | $(ms "$dt") | $(ms "$l") | $lost | $dup |"
-		done <"$OUT/rows.txt"
+		echo "## Summary (median of $runs runs, spread min-max)"
 		echo
-		echo "\* the ledger could not be completed for this run (the copy on B stopped answering its control"
-		echo "socket while consuming the moved signals, so unconsumed signals count as lost)."
-		echo "The migration itself had completed and B had verified every queue."
+		echo "| pending | image bytes | runs | freeze ms | dump ms | transfer ms | restore ms | commit ms | resume ms | downtime ms | link ms | downtime / link |"
+		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+		summary_rows
 		echo
-		echo "Reading the table: A's agent ends *transfer* when the last byte of the image has been"
-		echo "handed to its TCP stack, so bytes still in flight are counted in *restore* (which ends when"
-		echo "B's answer arrives); compare *transfer + restore* with *link alone* (best of three"
-		echo "linkbench runs) to see what the agents and the runtime add to moving the bytes. *dump* and"
-		echo "*restore* grow linearly with the number of records (one 128-byte pread per batch on A,"
-		echo "one rt_sigqueueinfo + re-read per record on B). Under TCG everything is ~10-50x slower"
-		echo "than on hardware; the ratios are what carries over."
+		echo "The phases are the agent's, consecutive, and add up to the downtime (the *sum* column of"
+		echo "every run below; \`migrate.sh\` fails a run where they do not): *freeze* until every thread"
+		echo "is parked, *dump* the DUMP, *transfer* until the image's last byte is handed to A's TCP stack,"
+		echo "*restore* until B answers (bytes in flight, B's restore and its byte-for-byte verification),"
+		echo "*commit* the original's COMMIT, *resume* B's answer to the thaw, i.e. until the copy runs."
+		echo "Medians of the phases need not add up to the median downtime."
+		echo
+		echo "## Every run"
+		echo
+		echo "| pending (asked) | run | pending | image bytes | freeze | dump | transfer | restore | commit | resume | downtime | sum | link | requeue | lost | dup |"
+		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|--:|--:|"
+		run_rows
+		echo
+		echo "(ms.) \\* the ledger could not be completed for this run; the migration itself had"
+		echo "completed and B had verified every queue."
 		echo
 		echo "Reproduce: \`orchestrate/downtime-bench.sh\` (about $(( (SECONDS - START) / 60 + 1 )) minutes here); raw results in"
-		echo "\`build/downtime-bench/n*/result.json\`."
+		echo "\`build/downtime-bench/n*-r*/result.json\`. Under TCG everything is ~10-50x slower than on"
+		echo "hardware; the ratios are what carries over."
 	} >"$output"
 	say "wrote $output"
 }
@@ -181,7 +224,8 @@ main() {
 	build_images
 	"$REPO/orchestrate/two-guests.sh" --name downtime-bench --kernel "$KERNEL" \
 		--initrd "$OUT/initramfs.cpio.gz" -- \
-		"$REPO/orchestrate/downtime-bench.sh" --inside --counts "$counts" --runs "$runs" --output "$output"
+		"$REPO/orchestrate/downtime-bench.sh" --inside --counts "$counts" --runs "$runs" \
+		--requeue-with "$requeue_with" --output "$output"
 }
 
 main "$@"

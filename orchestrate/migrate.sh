@@ -30,6 +30,9 @@ Usage: migrate.sh [options]
   --signals N         signals to pile up pending before the move (default 4000)
   --settle S          wait S seconds before looking at the copy on B (default 0)
   --rt-only           pile up real-time signals only (each one queues: pending = sent)
+  --requeue-with M    how the copy on B queues the records: auto (default),
+                      write (one write() per queue) or sigqueueinfo (one
+                      rt_(tg)sigqueueinfo() per record)
   --after N           signals sent to the moved process on the destination (default 1000)
   --live-senders R    two more senders on the source, R sends/s each, every send
                       kind, standard and real-time signals, started before the
@@ -66,7 +69,7 @@ target=${SIGMIG_B_LINK_URL:-}
 token=${SIGMIG_TOKEN:-}
 token_to=${SIGMIG_TOKEN_TO:-}
 threads=4 signals=4000 after=1000 expect=ok fault="" migrate_timeout_ms=""
-out="" snapshot_limit=100000 rt_only=0 settle=0 resume_target=false live_rate=0 live_seconds=20
+out="" snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=20
 BEFORE_HOOK=() DURING_HOOK=() HOOK=() HOOK_WORDS=0
 
 # hook_words ARGS...: the words after --before/--during-migrate up to ';'
@@ -105,6 +108,7 @@ parse_args() {
 		--signals) signals=${2:?}; shift 2 ;;
 		--after) after=${2:?}; shift 2 ;;
 		--rt-only) rt_only=1; shift ;;
+		--requeue-with) requeue_with=${2:?}; shift 2 ;;
 		--live-senders) live_rate=${2:?}; shift 2 ;;
 		--live-seconds) live_seconds=${2:?}; shift 2 ;;
 		--settle) settle=${2:?}; shift 2 ;;

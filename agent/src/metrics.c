@@ -43,6 +43,7 @@ struct result_series {
 static const char *const phase_names[PHASE_COUNT] = {
 	[PHASE_FREEZE] = "freeze", [PHASE_DUMP] = "dump",
 	[PHASE_TRANSFER] = "transfer", [PHASE_RESTORE] = "restore",
+	[PHASE_COMMIT] = "commit", [PHASE_RESUME] = "resume",
 	[PHASE_DOWNTIME] = "downtime",
 };
 

@@ -22,9 +22,24 @@
 
 #define CARRY_RETRY_MS	500
 
+/*
+ * Consecutive phases: each ends where the next begins, so that they add
+ * up to the downtime exactly. transfer is the part of the image POST until
+ * its last byte was handed to TCP, restore the rest of it, until B's answer.
+ */
 struct timings {
-	double start, freeze, dump, transfer, restore, commit, downtime;
+	double start, freeze, dump, transfer, restore, commit, resume, downtime;
+	double mark;	/* the end of the last phase taken */
 };
+
+/* The time since the end of the previous phase, which ends the next one. */
+static double phase_end(struct timings *t)
+{
+	double now = clock_mono_s(), d = now - t->mark;
+
+	t->mark = now;
+	return d;
+}
 
 int restore_path_for(const struct workload *w, char *buf, size_t len)
 {
@@ -42,11 +57,12 @@ int restore_path_for(const struct workload *w, char *buf, size_t len)
 
 static json_t *timings_json(const struct timings *t)
 {
-	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}",
+	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
 			 "freeze_ms", t->freeze * 1e3, "dump_ms", t->dump * 1e3,
 			 "transfer_ms", t->transfer * 1e3,
 			 "restore_ms", t->restore * 1e3,
 			 "commit_ms", t->commit * 1e3,
+			 "resume_ms", t->resume * 1e3,
 			 "downtime_ms", t->downtime * 1e3);
 }
 
@@ -237,18 +253,16 @@ static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
 			   struct timings *t, struct api_error *err)
 {
 	json_t *result = NULL;
-	double t1;
 
 	if (workload_freeze(w, &result, err)) {
 		if (strcmp(err->code, "wrong_state") != 0 || !already_frozen(w))
 			return -1;	/* nothing frozen, nothing to undo */
 	}
 	json_decref(result);
-	t1 = clock_mono_s();
-	t->freeze = t1 - t->start;
+	t->freeze = phase_end(t);
 	if (workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err))
 		return abort_migration(w, err);
-	t->dump = clock_mono_s() - t1;
+	t->dump = phase_end(t);
 	return 0;
 }
 
@@ -269,7 +283,11 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 		return abort_migration(w, err);
 	}
 	t->transfer = res->connect_s + res->send_s;
-	t->restore = res->wait_s;
+	t->restore = phase_end(t) - t->transfer;
+	if (t->restore < 0) {	/* clocks of one host: cannot be, but never negative */
+		t->transfer += t->restore;
+		t->restore = 0;
+	}
 	if (res->status < 200 || res->status > 299) {
 		describe_peer_problem(res, err);
 		return abort_migration(w, err);
@@ -297,8 +315,11 @@ static void record_phases(const struct timings *t, bool resumed)
 	metrics_phase(PHASE_DUMP, t->dump);
 	metrics_phase(PHASE_TRANSFER, t->transfer);
 	metrics_phase(PHASE_RESTORE, t->restore);
-	if (resumed)
-		metrics_phase(PHASE_DOWNTIME, t->downtime);
+	metrics_phase(PHASE_COMMIT, t->commit);
+	if (!resumed)
+		return;
+	metrics_phase(PHASE_RESUME, t->resume);
+	metrics_phase(PHASE_DOWNTIME, t->downtime);
 }
 
 int migrate_workload(struct workload *w, const struct migrate_request *req,
@@ -312,8 +333,8 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	const char *id, *problem_code = "target_thaw_failed";
 	struct ctl_reply delta;
 	json_int_t carried;
-	double t1;
 
+	t.mark = t.start;
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
 	if (freeze_and_dump(w, &dump, &t, err))
 		return -1;
@@ -338,7 +359,6 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		ctl_reply_free(&dump);
 		return abort_migration(w, err);
 	}
-	t1 = clock_mono_s();
 	workload_commit(w, req->target_text, &commit, &delta);
 	carried = json_integer_value(json_object_get(commit, "carried"));
 	if (delta.payload && carried > 0 &&
@@ -346,14 +366,15 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 			sizeof(spool)))
 		problem_code = "commit_delta_spooled";
 	ctl_reply_free(&delta);
-	t.commit = clock_mono_s() - t1;
+	t.commit = phase_end(&t);
 	/*
 	 * Held on request, so that the caller can compare B's queues with
 	 * the image before anything is delivered; it resumes on its thaw.
 	 */
 	if (req->resume_target && !problem[0])
 		running = thaw_target(req, id, problem, sizeof(problem));
-	t.downtime = clock_mono_s() - t.start;
+	t.resume = phase_end(&t);
+	t.downtime = t.mark - t.start;
 	if (running) {
 		json_decref(remote);
 		remote = running;

@@ -73,11 +73,13 @@ bool program_name_valid(const char *name)
  * workloads (test helpers, the agent itself, anything that execs its
  * arguments): only these names are ever started, whatever the directory
  * holds. sigledger reads any file it is given, so it is not a workload.
+ * linkbench, the downtime benchmark's yardstick, only moves bytes over one
+ * TCP connection; it is installed in the benchmark's images alone.
  */
 bool program_allowed(const char *name)
 {
 	static const char *const allowed[] = { "sigstorm", "sigstorm32",
-					       "sigsend" };
+					       "sigsend", "linkbench" };
 	unsigned int i;
 
 	if (!program_name_valid(name))

@@ -69,7 +69,7 @@ jq -c '{result: "committed", workload: "w1", target: "http://10.99.0.2:8080", ta
 	commit: {method: "commit", carried: 1, removed: 0, timers: 0,
 	        exit_window: {from_ns: 1796396913670589400, to_ns: 1796396913719716900, ms: 49.1}},
 	timings: {freeze_ms: 0.4, dump_ms: 21.0, transfer_ms: 80.2, restore_ms: 160.9,
-	          commit_ms: 3.1, downtime_ms: 265.6}}' "$WORK/workload.json" >"$WORK/migrate.json"
+	          commit_ms: 3.1, resume_ms: 0.0, downtime_ms: 265.6}}' "$WORK/workload.json" >"$WORK/migrate.json"
 echo '{"status":"ok","version":"0.1.0","uptime_s":42,"workloads":1}' >"$WORK/health.json"
 echo '{"type":"urn:sigmig:problem:wrong_state","title":"Conflict","status":409,"detail":"w1 is frozen","code":"wrong_state","instance":"/v1/workloads/w1/freeze"}' >"$WORK/problem.json"
 headers 201 application/json 'Location: /v1/workloads/w3' >"$WORK/created.headers"

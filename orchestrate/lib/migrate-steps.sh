@@ -18,9 +18,12 @@ preflight() {
 		die "the source kernel lacks the pending-signal interface: nothing to migrate from"
 }
 
+# --requeue-with reaches B's restore: the agent restores with the
+# original's arguments.
 storm_args() {
-	jq -cn --argjson t "$threads" '{program: "sigstorm", control: true,
-		args: ["--threads", ($t | tostring), "--sigpending", "1048576"]}'
+	jq -cn --argjson t "$threads" --arg rq "$requeue_with" '{program: "sigstorm", control: true,
+		args: (["--threads", ($t | tostring), "--sigpending", "1048576"] +
+		       (if $rq == "" then [] else ["--requeue-with", $rq] end))}'
 }
 
 # A sender with a fixed count: it ends by itself, which is how it "pauses".
@@ -149,6 +152,14 @@ migrate_call() {
 	return "$rc"
 }
 
+# Every phase of the agent's timings is accounted for: their sum is the
+# downtime, to the rounding of the printed milliseconds.
+phases_add_up() {	# MIGRATE-JSON
+	jq -e '.timings | ([.freeze_ms, .dump_ms, .transfer_ms, .restore_ms, .commit_ms,
+		.resume_ms] | add) as $sum | ($sum - .downtime_ms | fabs) < 0.01 and .downtime_ms > 0' \
+		"$1" >/dev/null
+}
+
 # The copy on B: held frozen (resume_target false) until its queues are
 # read, so that "after" is exactly what arrived; then thawed.
 after_ok() {
@@ -157,6 +168,12 @@ after_ok() {
 	PID_B=$(jqf "$out/migrate.json" 'must(.target_workload.pid)')
 	verified=$(jqf "$out/migrate.json" 'must(.target_workload.restore.verified)')
 	[ "$verified" = true ] || FAILURES+=("B did not verify the requeued queues")
+	if [ -n "$requeue_with" ] && [ "$requeue_with" != auto ] &&
+		[ "$(jq -r .target_workload.restore.requeue "$out/migrate.json")" != "$requeue_with" ]; then
+		FAILURES+=("B queued the records by $(jq -r .target_workload.restore.requeue "$out/migrate.json"), not by $requeue_with as asked")
+	fi
+	phases_add_up "$out/migrate.json" ||
+		FAILURES+=("the migrate timings do not add up to the downtime: $(jq -c .timings "$out/migrate.json")")
 	[ "$settle" = 0 ] || { say "letting the copy on B settle for ${settle}s"; sleep "$settle"; }
 	# A copy busy consuming thousands of signals may not park in time for
 	# the peek: a few tries.

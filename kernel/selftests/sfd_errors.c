@@ -148,6 +148,36 @@ TEST_F(errors, mode_is_fixed_at_creation)
 	}
 }
 
+/*
+ * signalfd4() on an existing fd changes its mask only: SFD_NONBLOCK and
+ * SFD_CLOEXEC are ignored there (as before the series; F_SETFL and
+ * F_SETFD change those), and signalfd(), which has no flags, can update
+ * only an fd without a mode.
+ */
+TEST_F(errors, update_ignores_nonblock_and_cloexec)
+{
+	unsigned int i;
+	sigset_t m;
+
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR2);
+	for (i = 0; i < ARRAY_SIZE(mode_flags); i++) {
+		int fd = open_rtmin(mode_flags[i]);
+
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(fd, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE,
+					    mode_flags[i] | SFD_NONBLOCK | SFD_CLOEXEC));
+		EXPECT_EQ(0, fcntl(fd, F_GETFL) & O_NONBLOCK) TH_LOG("mode %#x", mode_flags[i]);
+		EXPECT_EQ(0, fcntl(fd, F_GETFD) & FD_CLOEXEC) TH_LOG("mode %#x", mode_flags[i]);
+		if (mode_flags[i])
+			EXPECT_ERRNO(EINVAL, syscall(SYS_signalfd, fd, &m, KERNEL_SIGSET_SIZE),
+				     "signalfd() on an fd with mode %#x", mode_flags[i]);
+		else
+			EXPECT_EQ(fd, syscall(SYS_signalfd, fd, &m, KERNEL_SIGSET_SIZE));
+		close(fd);
+	}
+}
+
 TEST_F(errors, mask_change_keeps_mode_and_applies)
 {
 	sigset_t m;
@@ -409,7 +439,10 @@ TEST_F(errors, fcntl_cannot_toggle_mode)
 	close(classic);
 }
 
-/* Only reads are defined: write() has no method, pwrite() no FMODE_PWRITE. */
+/*
+ * write() needs SFD_RAW and a queue flag (sfd_write has the rest);
+ * pwrite() has no FMODE_PWRITE.
+ */
 TEST_F(errors, write_refused)
 {
 	memset(self->buf, 0, SI_MAX_SIZE);

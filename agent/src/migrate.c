@@ -333,6 +333,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	const char *id, *problem_code = "target_thaw_failed";
 	struct ctl_reply delta;
 	json_int_t carried;
+	bool acked;
 
 	t.mark = t.start;
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
@@ -359,7 +360,9 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		ctl_reply_free(&dump);
 		return abort_migration(w, err);
 	}
-	workload_commit(w, req->target_text, &commit, &delta);
+	acked = workload_commit(w, &commit, &delta);
+	if (!acked)	/* it may still run: gone before the copy resumes */
+		workload_commit_settle(w, req->target_text, commit);
 	carried = json_integer_value(json_object_get(commit, "carried"));
 	if (delta.payload && carried > 0 &&
 	    carry_delta(w, req, id, &delta, problem, sizeof(problem), spool,
@@ -375,6 +378,9 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		running = thaw_target(req, id, problem, sizeof(problem));
 	t.resume = phase_end(&t);
 	t.downtime = t.mark - t.start;
+	/* COMMIT acknowledged: the original's exit is not part of the downtime */
+	if (acked)
+		workload_commit_settle(w, req->target_text, commit);
 	if (running) {
 		json_decref(remote);
 		remote = running;

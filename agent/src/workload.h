@@ -80,13 +80,20 @@ int workload_thaw(struct workload *w, json_t **result, struct api_error *err);
 int workload_snapshot(struct workload *w, const char *verb,
 		      struct ctl_reply *dump, struct api_error *err);
 /*
- * After a confirmed migration: COMMIT, or SIGKILL if the runtime cannot.
- * @result: method, the delta's counts (carried, removed, timers) and
- * exit_ms; @delta gets the image of what the queues gained since the DUMP
- * when the runtime sent one (payload NULL otherwise; ctl_reply_free).
+ * After a confirmed migration: COMMIT. @result: method and the delta's
+ * counts (carried, removed, timers); @delta gets the image of what the
+ * queues gained since the DUMP when the runtime sent one (payload NULL
+ * otherwise; ctl_reply_free). Returns true when the runtime acknowledged:
+ * the original then ends without running anything more, and the copy may
+ * resume before workload_commit_settle(). False: settle first.
  */
-int workload_commit(struct workload *w, const char *target, json_t **result,
-		    struct ctl_reply *delta);
+bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delta);
+/*
+ * The original's end: its exit waited for (SIGKILL if it does not come),
+ * the exit window recorded into @result (exit_window), the workload marked
+ * migrated to @target.
+ */
+void workload_commit_settle(struct workload *w, const char *target, json_t *result);
 /*
  * Into a copy held after its restore: the commit delta @delta (an image),
  * requeued behind the restored signals by its runtime (REQUEUE).

@@ -174,36 +174,44 @@ static void record_exit_window(struct workload *w, const json_t *read_ns,
 			    "from_ns", from, "to_ns", to, "ms", (to - from) / 1e6));
 }
 
-int workload_commit(struct workload *w, const char *target, json_t **result,
-		    struct ctl_reply *delta)
+bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delta)
 {
 	struct api_error err;
 	struct ctl_reply reply;
-	json_t *read_ns = NULL;
 
 	memset(delta, 0, sizeof(*delta));
 	*result = json_pack("{s:s, s:i, s:i, s:i}", "method", "commit",
 			    "carried", 0, "removed", 0, "timers", 0);
-	if (workload_ctl(w, "COMMIT", CTL_TIMEOUT_MS, &reply, &err) == 0) {
-		read_ns = json_incref(json_object_get(reply.json, "read_realtime_ns"));
-		take_delta(&reply, delta, *result);
-	} else
+	if (workload_ctl(w, "COMMIT", CTL_TIMEOUT_MS, &reply, &err)) {
 		json_object_set_new(*result, "method", json_string("killed"));
+		return false;
+	}
+	/* until settled: when the runtime read the queues for the delta */
+	json_object_set(*result, "read_realtime_ns",
+			json_object_get(reply.json, "read_realtime_ns"));
+	take_delta(&reply, delta, *result);
+	return true;
+}
+
+void workload_commit_settle(struct workload *w, const char *target, json_t *result)
+{
+	json_t *read_ns = json_incref(json_object_get(result, "read_realtime_ns"));
+
+	json_object_del(result, "read_realtime_ns");
 	if (!wl_wait_exit(w, COMMIT_EXIT_MS)) {
 		/* Frozen with everything blocked: SIGKILL delivers nothing. */
 		log_warn("%s: still alive after COMMIT, sending SIGKILL", w->id);
 		wl_kill_group(w, SIGKILL);
 		wl_wait_exit(w, COMMIT_EXIT_MS);
-		json_object_set_new(*result, "method", json_string("killed"));
+		json_object_set_new(result, "method", json_string("killed"));
 	}
-	record_exit_window(w, read_ns, *result);
+	record_exit_window(w, read_ns, result);
 	json_decref(read_ns);
 	wl_lock();
 	w->committed = true;
 	w->frozen = false;
 	snprintf(w->migrated_to, sizeof(w->migrated_to), "%s", target);
 	wl_unlock();
-	return 0;
 }
 
 int workload_spool(struct workload *w, const char *what, const uint8_t *data,

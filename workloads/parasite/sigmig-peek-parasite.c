@@ -197,7 +197,12 @@ static int report(const struct peek_args *a, int tid, const char *out)
 	return 0;
 }
 
-/* Run the parasite in every seized thread: the leader through the daemon. */
+/*
+ * Run the parasite in every seized thread: the leader through the daemon,
+ * which then stops (as CRIU does before dumping threads), so that its
+ * SIGCHLD handler, which reaps any stop of the tracees, does not take the
+ * trap compel_run_in_thread() waits for in each other thread.
+ */
 static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 			uint32_t max, struct thread *th, int nr,
 			const char *out, unsigned long *total)
@@ -211,6 +216,10 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 		a->want_shared = i == 0;
 		if (i == 0) {
 			ret = compel_rpc_call_sync(PEEK_CMD, ctl);
+			if (!ret && compel_stop_daemon(ctl)) {
+				fprintf(stderr, "compel_stop_daemon() failed\n");
+				return -1;
+			}
 		} else {
 			tctl = compel_prepare_thread(ctl, th[i].tid);
 			if (!tctl)

@@ -4,8 +4,10 @@
 # pending, process-wide and in each of its threads: the parasite reads every
 # thread's private queue and the process-wide queue from inside the seized
 # process. Then the target peeks the same queues itself and drains them:
-# the records the parasite returned must equal both, byte for byte and in
-# order, and the counts queued; the parasite dequeued nothing, added nothing.
+# the records the parasite returned must equal the target's own peek, byte
+# for byte and in order, and the target must dequeue as many as it queued:
+# the parasite dequeued nothing, added nothing. (Dequeue order is by signal
+# number, not queue order, so the drained bytes are only counted here.)
 cd "$(dirname "$0")" && . ./lib.sh
 WORK=/tmp/wl-parasite-peek
 COUNT=${PARASITE_PEEK_COUNT:-64}
@@ -19,9 +21,9 @@ track "$PID"
 wait_until 30 grep -q '^ready' "$WORK/state"
 ok $? "peek-target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
 note "SigQ $(grep SigQ "/proc/$PID/status" | cut -f2), ShdPnd $(grep ShdPnd "/proc/$PID/status" | cut -f2)"
-status_before=$(grep -E '^(State|SigQ|SigBlk|ShdPnd)' "/proc/$PID/status" | tr '\n' ' ')
+status_before=$(grep -E '^(State|SigPnd|ShdPnd|SigBlk)' "/proc/$PID/status" | tr '\n' ' ')
 
-sigmig-peek-parasite --out "$WORK/parasite" "$PID" >"$WORK/peek.out" 2>"$WORK/peek.err"
+timeout 120 sigmig-peek-parasite --out "$WORK/parasite" "$PID" >"$WORK/peek.out" 2>"$WORK/peek.err"
 rc=$?
 ok $rc "sigmig-peek-parasite $PID (rc=$rc): $(tail -n 1 "$WORK/peek.out")"
 [ "$rc" -eq 0 ] || tail -n 15 "$WORK/peek.err" | while read -r line; do note "$line"; done
@@ -29,9 +31,9 @@ while read -r line; do note "$line"; done <"$WORK/peek.out"
 
 kill -0 "$PID" 2>/dev/null
 ok $? "the target is alive after the parasite was cured"
-status_after=$(grep -E '^(State|SigQ|SigBlk|ShdPnd)' "/proc/$PID/status" | tr '\n' ' ')
+status_after=$(grep -E '^(State|SigPnd|ShdPnd|SigBlk)' "/proc/$PID/status" | tr '\n' ' ')
 [ "$status_before" = "$status_after" ]
-ok $? "its state, mask and pending counts are unchanged: $status_after"
+ok $? "its state, pending sets and mask are unchanged: $status_after"
 
 touch "$WORK/go"
 wait_until 60 grep -q '^done' "$WORK/state"
@@ -50,8 +52,6 @@ for f in "$WORK"/self-private.*.bin; do
 	n=$((n + 1))
 	same_bytes "$WORK/parasite/private.$tid.bin" "$f"
 	ok $? "thread $tid: the parasite's private records = the thread's own peek"
-	same_bytes "$WORK/parasite/private.$tid.bin" "$WORK/drain-private.$tid.bin"
-	ok $? "thread $tid: the parasite's private records = what the thread dequeued"
 done
 np=0
 for f in "$WORK"/parasite/private.*.bin; do
@@ -61,6 +61,4 @@ done
 ok $? "$n thread(s) read their queues, the parasite read $np (want $THREADS; tids $(echo "$tids" | tr '\n' ' '))"
 same_bytes "$WORK/parasite/shared.bin" "$WORK/self-shared.bin"
 ok $? "the parasite's process-wide records = the target's own peek"
-same_bytes "$WORK/parasite/shared.bin" "$WORK/drain-shared.bin"
-ok $? "the parasite's process-wide records = what the target dequeued"
 finish

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The compel args area shared by sigmig-peek-parasite and the parasite it
+ * runs inside the target: one command, run in one thread at a time, which
+ * peeks the thread's private queue and, when asked, the process-wide one.
+ * Included by the freestanding parasite too: fixed-size types only.
+ */
+#ifndef SIGMIG_PEEK_ARGS_H
+#define SIGMIG_PEEK_ARGS_H
+
+#include <stdint.h>
+
+/* compel's PARASITE_USER_CMDS, the first command number left to users */
+#define PEEK_CMD		64
+
+#define PEEK_RECORD_SIZE	128	/* one SFD_RAW record, a siginfo_t */
+
+struct peek_args {
+	/* in */
+	uint32_t max_records;	/* capacity of rec[] */
+	uint32_t want_shared;	/* also peek the process-wide queue */
+	/* out */
+	int32_t tid;		/* the thread that ran the command */
+	int32_t err;		/* 0, or -errno of the first failed call */
+	uint32_t nr_private;	/* rec[0 .. nr_private - 1] */
+	uint32_t nr_shared;	/* rec[nr_private ..] */
+	uint32_t truncated;	/* a queue had more records than max_records */
+	uint32_t pad;
+	unsigned char rec[];	/* PEEK_RECORD_SIZE bytes each */
+};
+
+#endif /* SIGMIG_PEEK_ARGS_H */

@@ -22,12 +22,6 @@ wait_until 10 exited "$PID"
 timer-restore --restore "$WORK/image" --ctl "$SOCK2" --state "$WORK/state" --ledger "$WORK/unused" \
 	2>>"$WORK/err" > "$WORK/out"
 rc=$?
-grep -v '^1\.\.' "$WORK/out" | sed 's/^\(not \)*ok [0-9]* - /\1ok - /' > "$WORK/out2"
-while read -r line; do
-	case "$line" in
-	"ok - "*) ok 0 "${line#ok - }" ;;
-	"not ok - "*) ok 1 "${line#not ok - }" ;;
-	esac
-done < "$WORK/out2"
+relay_tap "$WORK/out"
 ok "$rc" "restored timer-restore exit status $rc $(cat "$WORK/err")"
 finish

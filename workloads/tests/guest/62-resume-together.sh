@@ -24,11 +24,6 @@ ok $? "COMMIT"
 wait_until 10 exited "$PID"
 resume-together --restore "$WORK/image" --ctl "$SOCK2" 2>>"$WORK/err" >"$WORK/out"
 rc=$?
-while read -r line; do
-	case "$line" in
-	"ok "*) ok 0 "${line#ok [0-9]* - }" ;;
-	"not ok "*) ok 1 "${line#not ok [0-9]* - }" ;;
-	esac
-done <"$WORK/out"
+relay_tap "$WORK/out"
 ok "$rc" "restored resume-together exit status $rc $(cat "$WORK/err")"
 finish

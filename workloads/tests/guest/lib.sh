@@ -22,6 +22,16 @@ meminfo() {
 	note "mem: $(grep -E '^(MemFree|Slab|Shmem):' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
 }
 
+# relay_tap FILE: the ok / not ok lines of a program's own TAP as ours
+relay_tap() {
+	while read -r line; do
+		case "$line" in
+		"ok "*) ok 0 "$(echo "${line#ok }" | sed 's/^[0-9]* *- //')" ;;
+		"not ok "*) ok 1 "$(echo "${line#not ok }" | sed 's/^[0-9]* *- //')" ;;
+		esac
+	done <"$1"
+}
+
 finish() {
 	cleanup
 	echo "1..$TAP_N"

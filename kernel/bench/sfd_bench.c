@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "bench_tap.h"
 #include <sigmig/sfd.h>
 
 #define BATCH_A		4096
@@ -51,14 +52,6 @@ struct result {
 	long entries;
 	int ok;			/* records verified */
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int record_ok(const siginfo_t *si, long i)
 {
@@ -256,24 +249,6 @@ static int bench_n(long n, const int run[M_NR], struct result out[M_NR])
 	close(report[0]);
 	close(hold[1]);
 	return 0;
-}
-
-static int tap_no;
-static int tap_failed;
-
-static void tap(int ok, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++tap_no);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	tap_failed |= !ok;
 }
 
 static const long sizes[] = { 1000, 10000, 30000, 100000, 1000000 };

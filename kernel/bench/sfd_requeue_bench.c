@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include "bench_tap.h"
 #include <sigmig/sfd_probe.h>
 
 #define RUNS		3
@@ -40,30 +41,6 @@ static const char *const method_name[M_NR] = {
 
 static const long sizes[] = { 1000, 10000, 100000, 1000000 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-
-static int tap_no, tap_failed;
-
-static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++tap_no);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	tap_failed |= !ok;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* N SI_QUEUE records of SIGRTMIN with the values 0..N-1, from this process. */
 static siginfo_t *make_records(long n)

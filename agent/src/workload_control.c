@@ -160,15 +160,15 @@ static void take_delta(struct ctl_reply *reply, struct ctl_reply *delta,
  * senders stamp their logs with): a send to the pid then still succeeds,
  * and nothing reads it.
  */
-static void record_exit_window(struct workload *w, const json_t *read_ns,
-			       json_t *result)
+static void record_exit_window(struct workload *w, json_t *result)
 {
-	json_int_t from = json_integer_value(read_ns), to;
+	json_int_t from, to;
 
 	wl_lock();
+	from = w->commit_read_ns;
 	to = w->exited ? w->exited_ns : 0;
 	wl_unlock();
-	if (!json_is_integer(read_ns) || from <= 0 || to < from)
+	if (from <= 0 || to < from)
 		return;
 	json_object_set_new(result, "exit_window", json_pack("{s:I, s:I, s:f}",
 			    "from_ns", from, "to_ns", to, "ms", (to - from) / 1e6));
@@ -186,18 +186,16 @@ bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delt
 		json_object_set_new(*result, "method", json_string("killed"));
 		return false;
 	}
-	/* until settled: when the runtime read the queues for the delta */
-	json_object_set(*result, "read_realtime_ns",
-			json_object_get(reply.json, "read_realtime_ns"));
+	wl_lock();
+	w->commit_read_ns = json_integer_value(json_object_get(reply.json,
+							       "read_realtime_ns"));
+	wl_unlock();
 	take_delta(&reply, delta, *result);
 	return true;
 }
 
 void workload_commit_settle(struct workload *w, const char *target, json_t *result)
 {
-	json_t *read_ns = json_incref(json_object_get(result, "read_realtime_ns"));
-
-	json_object_del(result, "read_realtime_ns");
 	if (!wl_wait_exit(w, COMMIT_EXIT_MS)) {
 		/* Frozen with everything blocked: SIGKILL delivers nothing. */
 		log_warn("%s: still alive after COMMIT, sending SIGKILL", w->id);
@@ -205,8 +203,7 @@ void workload_commit_settle(struct workload *w, const char *target, json_t *resu
 		wl_wait_exit(w, COMMIT_EXIT_MS);
 		json_object_set_new(result, "method", json_string("killed"));
 	}
-	record_exit_window(w, read_ns, result);
-	json_decref(read_ns);
+	record_exit_window(w, result);
 	wl_lock();
 	w->committed = true;
 	w->frozen = false;

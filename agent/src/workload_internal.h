@@ -43,6 +43,7 @@ struct workload {
 	bool hold;		/* restore with --restore-hold */
 	bool held;		/* restored, frozen until THAW or COMMIT */
 	bool committed;
+	int64_t commit_read_ns;	/* COMMIT's read of the queues, for the exit window */
 	char migrated_to[TARGET_HOST_MAX + 32];
 	struct timespec started;
 	json_t *restore_info;

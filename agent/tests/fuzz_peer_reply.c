@@ -10,6 +10,7 @@
  * the length the peer declared, and a Content-Type that fits.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +39,34 @@ static unsigned int expected_status(const char *reply)
 /*
  * The Content-Length the head declares: -1 none, -2 one that is not
  * 1*DIGIT (optional blanks around it) or two that differ, so that no body
- * length can be right. Lines are split as httpc splits them.
+ * length can be right. Equal values are compared as numbers ("002" and
+ * "2" agree); more than 15 significant digits is a length no reply here
+ * can have, LLONG_MAX. Lines are split as httpc splits them.
  */
+static long long length_value(const char *v)
+{
+	size_t digits;
+	long long n;
+	char *end;
+
+	v += strspn(v, " \t");
+	if (!isdigit((unsigned char)*v))
+		return -2;
+	v += strspn(v, "0");
+	digits = strspn(v, "0123456789");
+	end = (char *)v + digits;
+	end += strspn(end, " \t");
+	if (*end)
+		return -2;
+	if (digits > 15)
+		return LLONG_MAX;
+	n = digits ? strtoll(v, NULL, 10) : 0;
+	return n;
+}
+
 static long long declared_length(const char *reply)
 {
-	char *head = strdup(reply), *end, *line, *save = NULL, *v;
+	char *head = strdup(reply), *end, *line, *save = NULL;
 	long long clen = -1, n;
 
 	if (!head)
@@ -54,17 +78,7 @@ static long long declared_length(const char *reply)
 	while (line && (line = strtok_r(NULL, "\r\n", &save))) {
 		if (strncasecmp(line, "Content-Length:", 15))
 			continue;
-		v = line + 15;
-		v += strspn(v, " \t");
-		n = -2;
-		if (isdigit((unsigned char)*v) && strspn(v, "0123456789") <= 15) {
-			n = strtoll(v, &v, 10);
-			v += strspn(v, " \t");
-			if (*v)
-				n = -2;
-		} else if (isdigit((unsigned char)*v)) {
-			n = -3;		/* too long to be a length here, also fine */
-		}
+		n = length_value(line + 15);
 		if (clen == -1 || clen == n)
 			clen = n;
 		else

@@ -97,6 +97,11 @@ static void test_bad_content_lengths(void)
 		 "\r\nabc", &res) == 0 && res.body_len == 3,
 	   "the same Content-Length twice is one length");
 	http_result_free(&res);
+	ok(parse("HTTP/1.1 200 OK\r\nContent-Length: 0000000000000003\r\n"
+		 "Content-Length: 3\r\n\r\nabc", &res) == 0 &&
+	   res.body_len == 3,
+	   "lengths are compared as numbers: 0000000000000003 is 3");
+	http_result_free(&res);
 }
 
 int main(void)

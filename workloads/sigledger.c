@@ -145,9 +145,10 @@ static const char help[] =
 "   are counted as local; a SI_TIMER delivery must name (si_timerid) a timer\n"
 "   the workload created, with the same signal and sival, else mismatched.\n"
 " * Queues: a queue of --after may hold SI_TIMER records after the moved\n"
-"   ones (timers re-armed by the restore fire while the copy is held);\n"
-"   anything else differing, or a snapshot that lists fewer records than it\n"
-"   counts, fails.\n";
+"   ones (timers re-armed by the restore fire while the copy is held), and\n"
+"   a moved SI_TIMER record may show a higher si_overrun (it is its timer's\n"
+"   own entry again, and the timer fired on the target); anything else\n"
+"   differing, or a snapshot that lists fewer records than it counts, fails.\n";
 
 static void usage(int rc)
 {
@@ -671,21 +672,52 @@ static int is_timer_record(const unsigned char *rec)
 	return i32(rec + 8) == SI_TIMER;
 }
 
-/* "identical", "timers" (identical, then SI_TIMER records), "truncated", "different". */
-static const char *compare_queue(const struct queue *b, const struct queue *a, size_t *added)
+/*
+ * The same record, or the same SI_TIMER entry with its overrun raised:
+ * a moved timer record is its timer's own entry on the target, and each
+ * expiry there raises si_overrun instead of queueing a record.
+ */
+static int same_or_raised(const unsigned char *b, const unsigned char *a, int *raised)
+{
+	unsigned char tmp[SI_BYTES];
+
+	*raised = 0;
+	if (!memcmp(a, b, SI_BYTES))
+		return 1;
+	if (!is_timer_record(a) || !is_timer_record(b) ||
+	    i32(a + lay->timer_overrun) < i32(b + lay->timer_overrun))
+		return 0;
+	memcpy(tmp, a, SI_BYTES);
+	memcpy(tmp + lay->timer_overrun, b + lay->timer_overrun, 4);
+	*raised = 1;
+	return !memcmp(tmp, b, SI_BYTES);
+}
+
+/*
+ * "identical", "timers" (identical but for SI_TIMER records raised or
+ * queued behind on the target), "truncated", "different".
+ */
+static const char *compare_queue(const struct queue *b, const struct queue *a,
+				 size_t *added, size_t *raised)
 {
 	size_t i;
+	int r;
 
-	*added = 0;
+	*added = *raised = 0;
 	if (b->n < b->count || a->n < a->count)
 		return "truncated";
-	if (a->n < b->n || (b->n && memcmp(a->rec, b->rec, b->n * sizeof(*b->rec))))
+	if (a->n < b->n)
 		return "different";
+	for (i = 0; i < b->n; i++) {
+		if (!same_or_raised(b->rec[i], a->rec[i], &r))
+			return "different";
+		*raised += (size_t)r;
+	}
 	for (i = b->n; i < a->n; i++)
 		if (!is_timer_record(a->rec[i]))
 			return "different";
 	*added = a->n - b->n;
-	return *added ? "timers" : "identical";
+	return *added || *raised ? "timers" : "identical";
 }
 
 static const struct queue empty_queue = { .name = "" };
@@ -695,7 +727,7 @@ static void queues_verdict(void)
 	unsigned long pending = 0;
 	const struct queue *b, *a;
 	const char *how;
-	size_t i, added;
+	size_t i, added, raised;
 
 	for (i = 0; i < before.nq; i++)
 		pending += before.q[i].count;
@@ -704,7 +736,7 @@ static void queues_verdict(void)
 	for (i = 0; i < before.nq; i++) {
 		b = &before.q[i];
 		a = queue_of(&after, b->name);
-		how = a ? compare_queue(b, a, &added) : "missing";
+		how = a ? compare_queue(b, a, &added, &raised) : "missing";
 		if (!strcmp(how, "truncated"))
 			add_reason("queue %s: a snapshot lists fewer records than it counts "
 				   "(raise the snapshot limit)", b->name);
@@ -714,7 +746,7 @@ static void queues_verdict(void)
 	}
 	for (i = 0; i < after.nq; i++)
 		if (!queue_of(&before, after.q[i].name) &&
-		    strcmp(compare_queue(&empty_queue, &after.q[i], &added), "different") == 0)
+		    strcmp(compare_queue(&empty_queue, &after.q[i], &added, &raised), "different") == 0)
 			add_reason("queue %s is new after the move", after.q[i].name);
 }
 
@@ -739,18 +771,20 @@ static void json_string(const char *s)
 static void json_queues(void)
 {
 	const struct queue *b, *a;
+	size_t i, added = 0, raised = 0;
 	const char *how;
-	size_t i, added = 0;
 
 	printf(",\"queues\":[");
 	for (i = 0; i < before.nq; i++) {
 		b = &before.q[i];
 		a = queue_of(&after, b->name);
-		how = a ? compare_queue(b, a, &added) : "missing";
+		how = a ? compare_queue(b, a, &added, &raised) : "missing";
 		printf("%s{\"queue\":", i ? "," : "");
 		json_string(b->name);
-		printf(",\"before\":%lu,\"after\":%lu,\"result\":\"%s\",\"timers_added\":%zu}",
-		       b->count, a ? a->count : 0, how, a ? added : 0);
+		printf(",\"before\":%lu,\"after\":%lu,\"result\":\"%s\","
+		       "\"timers_added\":%zu,\"timers_raised\":%zu}",
+		       b->count, a ? a->count : 0, how, a ? added : 0,
+		       a ? raised : 0);
 	}
 	printf("]");
 }

@@ -95,9 +95,11 @@ def ledger_of(result):
         out[name] = need(result, "ledger_extra." + name)
     out["pass"] = need(led, "verdict.pass", "sigledger's verdict")
     out["reasons"] = need(led, "verdict.reasons", "sigledger's verdict")
-    # Per queue: identical, timers (identical, then timer signals fired on
-    # B), truncated, different, missing; absent when not compared.
-    out["queues"] = {q["queue"]: (q["result"], q["timers_added"]) for q in led.get("queues", [])}
+    # Per queue: identical, timers (identical but for moved timer records
+    # raised by their timer on B, or timer signals fired on B behind them),
+    # truncated, different, missing; absent when not compared.
+    out["queues"] = {q["queue"]: (q["result"], q["timers_added"], q["timers_raised"])
+                     for q in led.get("queues", [])}
     return out
 
 
@@ -120,8 +122,8 @@ def key_fields(rec):
 
 
 def queue_result(ledger, key):
-    """sigledger's comparison of one queue: (result, timer signals added)."""
-    return ledger["queues"].get(key, (None, 0))
+    """sigledger's comparison of one queue: (result, timer signals added, raised)."""
+    return ledger["queues"].get(key, (None, 0, 0))
 
 
 def restore_of(result):
@@ -165,9 +167,20 @@ class Text:
         self.add(self.c("36", "-" * min(len(s), self.width)))
 
 
+def timer_notes(added, raised):
+    """What B's timers did to a queue that is otherwise identical."""
+    notes = []
+    if raised:
+        notes.append("%d moved timer signal%s raised by %s timer on B"
+                     % (raised, "s" if raised > 1 else "", "their" if raised > 1 else "its"))
+    if added:
+        notes.append("%d timer signal%s fired on B since" % (added, "s" if added > 1 else ""))
+    return ", ".join(notes)
+
+
 def queue_mark(t, ledger, key, exact, moved):
     """The queue's line end, from sigledger's comparison of it."""
-    how, added = queue_result(ledger, key)
+    how, added, raised = queue_result(ledger, key)
     if not moved:
         return t.c("33", "stayed on A")
     if not exact:
@@ -175,8 +188,7 @@ def queue_mark(t, ledger, key, exact, moved):
     if how == "identical":
         return t.c("32", "identical")
     if how == "timers":
-        return t.c("32", "identical") + t.c("33", " + %d timer signal%s fired on B since"
-                                            % (added, "s" if added > 1 else ""))
+        return t.c("32", "identical") + t.c("33", " + " + timer_notes(added, raised))
     return t.c("1;31", (how or "not compared").upper())
 
 
@@ -215,10 +227,11 @@ def queue_samples(t, before, after, ledger):
         if not recs and not other:
             continue
         t.add("  %-18s A: %s" % (label, signal_mix(recs) or "empty"))
-        how, added = queue_result(ledger, key)
+        how, added, raised = queue_result(ledger, key)
         if how in ("identical", "timers"):
             t.add("  %-18s B: %s" % ("", t.c("32", "the same %s records, byte for byte" % fmt_n(len(recs)))
-                                     + (t.c("33", ", then %d new from its timers" % added) if added else "")))
+                                     + (t.c("33", " but for " + timer_notes(added, raised))
+                                        if how == "timers" else "")))
         elif after:
             t.add("  %-18s B: %s" % ("", t.c("1;31" if how else "33", signal_mix(other) or "empty")))
         for side, rs in (("A", recs), ("B", other)):
@@ -379,14 +392,14 @@ def render_html(result, before, after, timings, ledger, text):
         other = after_map.get(key, (label, []))[1]
         sa, na = svg_queue(recs, palette)
         sb, nb = svg_queue(other, palette)
-        how, added = queue_result(ledger, key)
+        how, added, raised = queue_result(ledger, key)
         if not after:
             mark = "stayed on A"
         elif not exact:
             mark = "ran in between"
         else:
             mark = {"identical": '<span class="ok">identical</span>',
-                    "timers": '<span class="ok">identical</span> + %d from timers on B' % added,
+                    "timers": '<span class="ok">identical</span> + %s' % html.escape(timer_notes(added, raised)),
                     }.get(how, '<span class="bad">%s</span>' % html.escape(how or "not compared"))
         rows.append("<tr><th>%s<br><small>%d &rarr; %d<br>%s</small></th><td>%s<small>%s</small></td>"
                     "<td>%s<small>%s</small></td></tr>" % (

@@ -6,11 +6,15 @@
  * Original (no --restore): leaves timer ids 0 and 2 free (created, then
  * deleted), creates a one-shot timer T (id 3) on TSIG and a periodic timer
  * P (id 4) on PSIG, both signals blocked. T fires three times while its
- * signal is pending, so the queued entry carries si_overrun = 2. Writes
- * "T P" to --state and waits to be checkpointed.
- * Restored (--restore IMAGE): reads the ids from --state, unblocks, and
- * checks the deliveries (TAP on stdout): T's si_timerid, sival and overrun,
- * the timer ids alive (1, 3, 4) and the fillers gone (0, 2), P firing again.
+ * signal is pending, so the queued entry carries si_overrun = 2. P's signal
+ * is pending for several periods, which the dump must carry as its overrun
+ * k. Writes "T P" to --state and waits to be checkpointed.
+ * Restored (--restore IMAGE): reads the ids from --state and checks (TAP on
+ * stdout) the timer ids alive (1, 3, 4) and the fillers gone (0, 2); that
+ * P's moved record is its timer's own entry again: after j more periods on
+ * this side one PSIG record is pending, not two, and it is delivered once
+ * with overrun k + j; then T's si_timerid, sival and overrun, and P firing
+ * again.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,17 +22,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <sigmig/runtime.h>
+#include <sigmig/sfd.h>
 
 #define TSIG	(SIGRTMIN + 5)
 #define PSIG	(SIGRTMIN + 6)
 #define TVAL	0xfeedull
 #define PVAL	0xbeefull
+#define PERIOD_MS	20
 
 static volatile int got_t, got_p, t_id = -1, t_overrun = -1, p_id = -1;
+static volatile int p_overrun = -1;
 static volatile unsigned long long t_val;
 static int n, failed;
 
@@ -49,6 +57,8 @@ static void on_timer(int sig, siginfo_t *si, void *uc)
 		got_t = 1;
 	} else if (sig == PSIG) {
 		p_id = si->si_timerid;
+		if (!got_p)
+			p_overrun = si->si_overrun;
 		got_p++;
 	}
 }
@@ -75,6 +85,43 @@ static void arm(int id, long value_ms, long interval_ms)
 	syscall(SYS_timer_settime, id, 0, &its, NULL);
 }
 
+static int psig_pending(void)
+{
+	sigset_t set;
+
+	sigpending(&set);
+	return sigismember(&set, PSIG);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* PSIG records pending in the process-wide queue, the first in @first. */
+static int psig_records(siginfo_t *first)
+{
+	siginfo_t recs[4];
+	sigset_t mask;
+	ssize_t n;
+	int fd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, PSIG);
+	fd = syscall(SYS_signalfd4, -1, &mask, KERNEL_SIGSET_SIZE,
+		     SFD_RAW | SFD_GROUP | SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, recs, sizeof(recs), SFD_SHARED_QUEUE_OFFSET);
+	close(fd);
+	if (n > 0)
+		*first = recs[0];
+	return n < 0 ? -1 : (int)(n / SI_MAX_SIZE);
+}
+
 static int original(const char *state)
 {
 	int a, b, c, t, p, i;
@@ -92,7 +139,10 @@ static int original(const char *state)
 		arm(t, 1, 0);
 		usleep(30000);
 	}
-	arm(p, 100, 100);
+	arm(p, PERIOD_MS, PERIOD_MS);
+	while (!psig_pending())
+		usleep(1000);
+	usleep(5 * PERIOD_MS * 1000);	/* P misses periods while pending */
 	f = fopen(state, "w");
 	if (!f)
 		return 2;
@@ -109,6 +159,49 @@ static int timer_exists(int id)
 	return syscall(SYS_timer_gettime, id, &its) == 0;
 }
 
+/*
+ * P's record came with the periods it missed on the source (k >= 4: it was
+ * pending for five). Its timer runs here from its dumped remaining time; j
+ * periods on, one PSIG record is pending with overrun k + j, not a second
+ * record, and the delivery says k + j (bounds from the clock: P was armed
+ * after main() started, and fires every PERIOD_MS from then).
+ */
+static long long started_ms;
+
+static void check_moved_periodic(int p)
+{
+	long long waited_from, unblocked_at, delivered_by;
+	siginfo_t first, later;
+	char msg[200];
+	long j_lo, j_hi;
+	int n, k;
+	sigset_t set;
+
+	waited_from = now_ms();
+	n = psig_records(&first);
+	k = first.si_overrun;
+	snprintf(msg, sizeof(msg), "P's moved record pending alone, si_timerid %d (want %d), overrun k = %d (want >= 4)",
+		 n > 0 ? first.si_timerid : -1, p, n > 0 ? k : -1);
+	ok(n == 1 && first.si_timerid == p && k >= 4, msg);
+	usleep(6 * PERIOD_MS * 1000);
+	n = psig_records(&later);
+	snprintf(msg, sizeof(msg), "after 6 periods: %d PSIG record(s) pending (want 1: the timer's own entry), overrun %d",
+		 n, n > 0 ? later.si_overrun : -1);
+	ok(n == 1 && later.si_overrun > k, msg);
+
+	sigemptyset(&set);
+	sigaddset(&set, PSIG);
+	unblocked_at = now_ms();
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	delivered_by = now_ms();
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	j_lo = (unblocked_at - waited_from) / PERIOD_MS - 1;
+	j_hi = (delivered_by - started_ms) / PERIOD_MS + 1;
+	snprintf(msg, sizeof(msg), "P delivered %d time(s) at once with overrun %d = k %d + j, j in [%ld, %ld]",
+		 got_p, p_overrun, k, j_lo, j_hi);
+	ok(got_p == 1 && p_overrun >= k + j_lo && p_overrun <= k + j_hi, msg);
+}
+
 static int restored(const char *state)
 {
 	int t = -1, p = -1, i;
@@ -121,6 +214,7 @@ static int restored(const char *state)
 	fclose(f);
 	ok(timer_exists(t) && timer_exists(p) && timer_exists(1), "timer ids 1, T and P exist after restore");
 	ok(!timer_exists(0) && !timer_exists(2), "filler ids 0 and 2 were deleted");
+	check_moved_periodic(p);
 	sigemptyset(&set);
 	sigaddset(&set, TSIG);
 	sigaddset(&set, PSIG);
@@ -154,6 +248,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int c, ret;
 
+	started_ms = now_ms();
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (c == 'c')
 			ro.ctl_path = optarg;

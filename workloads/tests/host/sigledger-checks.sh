@@ -145,6 +145,27 @@ if [ "$RC" = 0 ] && [ "$(field '.queues[1] | "\(.result) \(.timers_added)"')" = 
 else
 	not_ok "timer after: rc $RC $OUT"
 fi
+# A moved timer record is its timer's own entry on B: its overrun may grow
+# there (and nothing else in it may change), never shrink.
+qt() { printf 'Q shared 1\n%s\nQ t0 1\n%s\n' "$rt" "$(si 36 -2 "$1" "$2" 0)" >"$WORK/$3"; }
+qt 3 4 qt-before
+qt 3 9 qt-raised
+qt 3 2 qt-lowered
+qt 4 9 qt-other
+run "${L[@]}" --before "$WORK/qt-before" --after "$WORK/qt-raised"
+if [ "$RC" = 0 ] && [ "$(field '.queues[1] | "\(.result) \(.timers_added) \(.timers_raised)"')" = "timers 0 1" ]; then
+	ok "a moved timer record whose overrun grew on B: PASS (raised 1)"
+else
+	not_ok "timer raised: rc $RC $OUT"
+fi
+for bad in qt-lowered qt-other; do
+	run "${L[@]}" --before "$WORK/qt-before" --after "$WORK/$bad"
+	if [ "$RC" = 1 ] && [ "$(field '.verdict.reasons | join(";")')" = "queue t0 differs after the move" ]; then
+		ok "$bad: a timer record that did more than raise its overrun: FAIL"
+	else
+		not_ok "$bad: rc $RC $OUT"
+	fi
+done
 run "${L[@]}" --before "$WORK/q-before" --after "$WORK/q-diff"
 if [ "$RC" = 1 ] && [ "$(field '.verdict.reasons | join(";")')" = "queue shared differs after the move" ]; then
 	ok "one byte differs in a queue: FAIL naming the queue"

@@ -33,14 +33,24 @@ struct send {
 	long long ns;		/* logged just before the syscall */
 	long long next_ns;	/* the sender's next line: the syscall was done by then */
 	int delivered;
+	int on_target;		/* logged on the restore's target (--target-log) */
 };
 
-struct group {			/* standard signals: one per (signo, queue) */
+/*
+ * Standard signals: one per (signo, queue). Times of sends and deliveries
+ * compare only on one host's clock: the source's (--log, the original's
+ * ledger) or the target's (--target-log, restored ledgers).
+ */
+struct group {
 	int signo, queue;	/* queue: -1 shared, else thread index */
 	unsigned long sent, delivered;
-	long long last_send, last_delivery;
+	unsigned long source_sent;
+	long long last_send, last_delivery;	/* source clock */
 	int last_pid;		/* the pid the last send went to */
 	long long last_next;	/* its sender's next line */
+	unsigned long target_sent;
+	long long first_target_send, last_target_send, last_restored_delivery;
+	unsigned long moved;	/* restored deliveries before any target send */
 };
 
 struct timer_def { int id, signo; unsigned long long value; };
@@ -93,7 +103,8 @@ static char **reasons;
 static size_t nreasons;
 
 static const char help[] =
-"usage: sigledger --log SENDLOG [--log SENDLOG...] --ledger LEDGER [--ledger LEDGER...]\n"
+"usage: sigledger --log SENDLOG [--log SENDLOG...] [--target-log SENDLOG...]\n"
+"                 --ledger LEDGER [--ledger LEDGER...]\n"
 "                 [--before QUEUES --after QUEUES] [--fail REASON...] [--json] [--verbose]\n"
 "                 [--exit-window PID:FROM_NS:TO_NS]\n"
 "\n"
@@ -129,8 +140,12 @@ static const char help[] =
 "   deliveries than sends, or a payload sequence number delivered twice;\n"
 "   mismatched if a payload names no send or differs from it. The sends\n"
 "   that were legitimately merged are reported as coalesced.\n"
-"   This uses CLOCK_REALTIME stamps from both logs, so compare logs from\n"
-"   hosts whose clocks agree.\n"
+"   Times are CLOCK_REALTIME stamps, compared on one host's clock only:\n"
+"   sends of --log with the original's deliveries (a ledger whose H line\n"
+"   says not restored), sends of --target-log (made on the restore's\n"
+"   target) with a restored ledger's. A restored delivery before any\n"
+"   target send of that (signal, queue) came after the move, so it is\n"
+"   after every --log send: the last of those was pending when it moved.\n"
 " * Ledgers of i386 workloads (H line arch 3) hold the compat siginfo\n"
 "   layout, whose sival is 32 bits: it carries the sequence number only,\n"
 "   and the sender is found by si_pid (run their senders on one host).\n"
@@ -294,7 +309,7 @@ static void add_send(const struct send *s)
 	sends[nsends++] = *s;
 }
 
-static void parse_log(const char *path, int file)
+static void parse_log(const char *path, int file, int on_target)
 {
 	char line[512], kind[32], value[32];
 	long long ns;
@@ -319,6 +334,7 @@ static void parse_log(const char *path, int file)
 		if (n < 11)	/* a log from before --id: the default id */
 			s.id = (unsigned int)s.pid & ID_MASK;
 		s.file = file;
+		s.on_target = on_target;
 		s.payload = value[0] != '-';
 		if (!strcmp(kind, "kill") || !strcmp(kind, "sigqueue"))
 			s.target = -1;
@@ -360,6 +376,14 @@ static void account_sends(void)
 		if (!g)
 			continue;
 		g->sent++;
+		if (sends[i].on_target) {
+			if (!g->target_sent++ || sends[i].ns < g->first_target_send)
+				g->first_target_send = sends[i].ns;
+			if (sends[i].ns > g->last_target_send)
+				g->last_target_send = sends[i].ns;
+			continue;
+		}
+		g->source_sent++;
 		if (sends[i].ns > g->last_send) {
 			g->last_send = sends[i].ns;
 			g->last_pid = sends[i].to;
@@ -442,8 +466,28 @@ static struct send *find_send(const unsigned char *si)
 	return bsearch(&key, sends, nsends, sizeof(*sends), cmp_send);
 }
 
+/*
+ * A delivery by the original is on the source's clock. One by a restored
+ * process is on the target's, and it came after the move: before any send
+ * made on the target, it can only be a signal that moved (or was sent to
+ * the original and merged into one that moved).
+ */
+static void group_delivered(struct group *g, long long ns, int restored)
+{
+	g->delivered++;
+	if (!restored) {
+		if (ns > g->last_delivery)
+			g->last_delivery = ns;
+		return;
+	}
+	if (ns > g->last_restored_delivery)
+		g->last_restored_delivery = ns;
+	if (!g->target_sent || ns < g->first_target_send)
+		g->moved++;
+}
+
 static void payload_delivery(const unsigned char *si, int index, long long ns,
-			     const char *line)
+			     int restored, const char *line)
 {
 	struct send *s = find_send(si);
 	struct group *g;
@@ -460,23 +504,18 @@ static void payload_delivery(const unsigned char *si, int index, long long ns,
 	    s->uid != i32(si + lay->uid) || (s->target >= 0 && s->target != index) ||
 	    !tail_is_zero(si, lay->value + lay->value_size))
 		return mismatch("content differs from the send", line);
-	if (s->signo < SIGRTMIN && (g = group_of(s->signo, s->target))) {
-		g->delivered++;
-		if (ns > g->last_delivery)
-			g->last_delivery = ns;
-	}
+	if (s->signo < SIGRTMIN && (g = group_of(s->signo, s->target)))
+		group_delivered(g, ns, restored);
 }
 
 static void plain_delivery(const unsigned char *si, int code, int index, long long ns,
-			   const char *line)
+			   int restored, const char *line)
 {
 	struct group *g = group_of(i32(si), code == SI_TKILL ? index : -1);
 
 	if (!g || !g->sent || i32(si) >= SIGRTMIN || !tail_is_zero(si, lay->uid + 4))
 		return mismatch("no matching kill/tgkill", line);
-	g->delivered++;
-	if (ns > g->last_delivery)
-		g->last_delivery = ns;
+	group_delivered(g, ns, restored);
 }
 
 static void timer_delivery(const unsigned char *si, int restored, const char *line)
@@ -517,9 +556,9 @@ static void delivery(const char *line, int restored)
 	if (code == SI_TIMER)
 		return timer_delivery(si, restored, line);
 	if (code == SI_QUEUE && is_sender_pid(i32(si + lay->pid)) && tagged(sival(si)))
-		return payload_delivery(si, index, ns, line);
+		return payload_delivery(si, index, ns, restored, line);
 	if ((code == SI_USER || code == SI_TKILL) && is_sender_pid(i32(si + lay->pid)))
-		return plain_delivery(si, code, index, ns, line);
+		return plain_delivery(si, code, index, ns, restored, line);
 	v.delivered--;
 	v.local++;
 }
@@ -589,7 +628,11 @@ static void ledger_verdict(void)
 			lost_send(&sends[i]);
 	for (i = 0; i < ngroups; i++) {
 		struct group *g = &groups[i];
-		unsigned long lost = g->sent && (!g->delivered || g->last_delivery < g->last_send);
+		int source_ok = !g->source_sent || g->moved ||
+				(g->delivered && g->last_delivery >= g->last_send);
+		int target_ok = !g->target_sent ||
+				g->last_restored_delivery >= g->last_target_send;
+		unsigned long lost = !source_ok || !target_ok;
 
 		if (lost && verbose)
 			fprintf(stderr, "lost: signal %d queue %d: nothing delivered after the last send\n",
@@ -829,6 +872,7 @@ static void print_text(int pass)
 
 struct args {
 	const char *logs[MAX_FILES], *ledgers[MAX_FILES];
+	int on_target[MAX_FILES];	/* logs[i] came with --target-log */
 	const char *before, *after;
 	const char *fails[MAX_FILES];
 	int nlogs, nledgers, nfails, json;
@@ -844,7 +888,8 @@ static void add_file(const char **list, int *n, const char *opt, const char *pat
 static void parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option lo[] = {
-		{ "log", 1, 0, 'l' }, { "ledger", 1, 0, 'L' }, { "json", 0, 0, 'j' },
+		{ "log", 1, 0, 'l' }, { "target-log", 1, 0, 't' },
+		{ "ledger", 1, 0, 'L' }, { "json", 0, 0, 'j' },
 		{ "before", 1, 0, 'b' }, { "after", 1, 0, 'a' }, { "fail", 1, 0, 'f' },
 		{ "verbose", 0, 0, 'v' }, { "exit-window", 1, 0, 'w' },
 		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
@@ -853,6 +898,10 @@ static void parse_args(int argc, char **argv, struct args *a)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'l': add_file(a->logs, &a->nlogs, "--log", optarg); break;
+		case 't':
+			a->on_target[a->nlogs] = 1;
+			add_file(a->logs, &a->nlogs, "--target-log", optarg);
+			break;
 		case 'L': add_file(a->ledgers, &a->nledgers, "--ledger", optarg); break;
 		case 'b': a->before = optarg; break;
 		case 'a': a->after = optarg; break;
@@ -886,7 +935,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, &a);
 	for (i = 0; i < a.nlogs; i++)
-		parse_log(a.logs[i], i);
+		parse_log(a.logs[i], i, a.on_target[i]);
 	account_sends();
 	for (i = 0; i < a.nledgers; i++)
 		parse_timers(a.ledgers[i]);

@@ -31,7 +31,13 @@ check_ledger() {
 	host_sigledger
 	[ "$MIGRATED" = 0 ] || window=$(exit_window_arg)
 	[ -z "$window" ] || args+=(--exit-window "$window")
-	for f in "$out"/sender-*.log; do [ -f "$f" ] && args+=(--log "$f"); done
+	# Senders on B (sender-N-b.log) stamp B's clock, as the restored ledger does.
+	for f in "$out"/sender-*.log; do
+		case $f in
+		*-b.log) args+=(--target-log "$f") ;;
+		*) [ -f "$f" ] && args+=(--log "$f") ;;
+		esac
+	done
 	for f in "$out"/ledger-*.txt; do [ -s "$f" ] && args+=(--ledger "$f"); done
 	if [ "$expect" = ok ] && [ "$MIGRATED" = 1 ] && [ "$EXACT" = 1 ]; then
 		queue_snapshot "$out/before.json" "$out/queues-before.txt"

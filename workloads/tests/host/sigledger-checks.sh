@@ -145,6 +145,28 @@ if [ "$RC" = 0 ] && [ "$(field '.queues[1] | "\(.result) \(.timers_added)"')" = 
 else
 	not_ok "timer after: rc $RC $OUT"
 fi
+# Standard signals, two hosts' clocks: B's is behind A's. A SIGUSR1 sent on
+# A (time 1000 there) was pending when it moved and was delivered on B (500
+# on B's clock): after the send, whatever the clocks say. A send made on B
+# (600, --target-log) with no delivery after it on B is lost.
+printf 'S 1 kill 10 500 -1 0 - 600 0 1000 7\n' >"$WORK/std-a.log"
+printf 'S 1 kill 10 501 -1 0 - 601 0 600 8\n' >"$WORK/std-b.log"
+printf 'H 500 0 0 62\n' >"$WORK/std-a.ledger"
+printf 'H 501 1 0 62\nD 0 501 500 %s\n' "$(si 10 0 600 0 0)" >"$WORK/std-b.ledger"
+S=(--log "$WORK/std-a.log" --ledger "$WORK/std-a.ledger" --ledger "$WORK/std-b.ledger")
+run "${S[@]}"
+if [ "$RC" = 0 ] && [ "$(field '"\(.lost) \(.coalesced)"')" = "0 0" ]; then
+	ok "a standard signal moved and delivered on B, whose clock is behind: PASS"
+else
+	not_ok "moved standard signal, clocks apart: rc $RC $OUT"
+fi
+run "${S[@]}" --target-log "$WORK/std-b.log"
+if [ "$RC" = 1 ] && [ "$(field .lost)" = 1 ]; then
+	ok "a send on B with no delivery after it on B's clock: lost"
+else
+	not_ok "target send not delivered: rc $RC $OUT"
+fi
+
 # A moved timer record is its timer's own entry on B: its overrun may grow
 # there (and nothing else in it may change), never shrink.
 qt() { printf 'Q shared 1\n%s\nQ t0 1\n%s\n' "$rt" "$(si 36 -2 "$1" "$2" 0)" >"$WORK/$3"; }

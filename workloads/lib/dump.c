@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "image_priv.h"
 #include "peek.h"
+#include "unqueued.h"
 #include "util.h"
 
 #define PEEK_TIMEOUT_MS 60000
@@ -284,11 +285,40 @@ static int fill_state(struct sigmig_image *img, char *err, size_t errlen)
 	return ret;
 }
 
+/*
+ * A record for each signal pending without a queue entry (unqueued.c), in
+ * every queue of @img: the threads', then the shared one. @owned gets the
+ * arrays that replace the peek buffers' in the image, one per queue.
+ */
+static int dump_unqueued(struct sigmig_image *img, struct sigmig_siginfo **owned,
+			 char *err, size_t errlen)
+{
+	uint32_t k, added;
+	uint64_t set;
+	int ret = 0;
+
+	for (k = 0; k <= img->nthreads && !ret; k++) {
+		int shared = k == img->nthreads;
+		struct sigmig_queue *q = shared ? &img->shared : &img->threads[k].pending;
+		pid_t tid = shared ? getpid() : img->threads[k].tid;
+
+		ret = sigmig_pending_set(tid, shared, &set);
+		if (!ret)
+			ret = sigmig_add_unqueued(q, set, &owned[k], &added);
+		if (ret)
+			snprintf(err, errlen, "pending set of %s %d: %s",
+				 shared ? "the process" : "thread", (int)tid, strerror(-ret));
+	}
+	return ret;
+}
+
 int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 		char *err, size_t errlen)
 {
+	struct sigmig_siginfo **owned = NULL;
 	struct sigmig_image img;
 	struct rawbuf shared = { 0 };
+	uint32_t k;
 	int ret;
 
 	memset(&img, 0, sizeof(img));
@@ -301,6 +331,12 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 		goto out;
 	img.shared.count = (uint32_t)shared.count;
 	img.shared.entries = (struct sigmig_siginfo *)shared.data;
+	owned = calloc((size_t)img.nthreads + 1, sizeof(*owned));
+	ret = owned ? dump_unqueued(&img, owned, err, errlen) : -ENOMEM;
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	if (ret)
+		goto out;
 	*nsignals = sigmig_image_pending_total(&img);
 	ret = sigmig_image_encode(&img, out, len);
 	if (ret)
@@ -308,7 +344,10 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 	else if (keep)
 		keep_dumped(&shared);
 out:
-	free(img.threads);	/* queue entries belong to the peek buffers */
+	for (k = 0; owned && k <= img.nthreads; k++)
+		free(owned[k]);
+	free(owned);
+	free(img.threads);	/* other queue entries belong to the peek buffers */
 	free(img.timers);
 	sigmig_rawbuf_free(&shared);
 	free_thread_peeks();

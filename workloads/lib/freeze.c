@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -272,6 +273,52 @@ int sigmig_thaw(void)
 	}
 }
 
+/*
+ * At RLIMIT_SIGPENDING a real-time tgkill() fails with EAGAIN: a process
+ * that has as many signals pending as it may could not be frozen, which is
+ * exactly when its queues are worth moving. The soft limit is lifted by
+ * what the freeze signals need, as far as the hard limit allows, until
+ * every thread has parked (the handler takes the signal, so the count is
+ * back where it was), then put back.
+ */
+static struct {
+	int set;
+	struct rlimit saved;
+} lift;
+
+static int lift_sigpending(unsigned int need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_SIGPENDING, &rl))
+		return -errno;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= rl.rlim_max)
+		return -EAGAIN;
+	if (!lift.set)
+		lift.saved = rl;
+	rl.rlim_cur = rl.rlim_max - rl.rlim_cur > need ? rl.rlim_cur + need : rl.rlim_max;
+	if (setrlimit(RLIMIT_SIGPENDING, &rl))
+		return -errno;
+	lift.set = 1;
+	return 0;
+}
+
+static void drop_lift(void)
+{
+	if (lift.set)
+		setrlimit(RLIMIT_SIGPENDING, &lift.saved);
+	lift.set = 0;
+}
+
+static int freeze_signal(pid_t pid, pid_t tid, unsigned int threads_left)
+{
+	if (syscall(SYS_tgkill, pid, tid, SIGMIG_FREEZE_SIGNAL) == 0)
+		return 0;
+	if (errno != EAGAIN || lift_sigpending(threads_left))
+		return -errno;
+	return syscall(SYS_tgkill, pid, tid, SIGMIG_FREEZE_SIGNAL) ? -errno : 0;
+}
+
 /* tgkill() every registered thread; one that has exited is forgotten. */
 static int signal_threads(char *err, size_t errlen)
 {
@@ -284,16 +331,18 @@ static int signal_threads(char *err, size_t errlen)
 
 		if (!atomic_load(&t->registered))
 			continue;
-		if (syscall(SYS_tgkill, pid, t->tid, SIGMIG_FREEZE_SIGNAL) == 0)
+		ret = freeze_signal(pid, t->tid, sigmig_nthreads() - i);
+		if (!ret)
 			continue;
-		if (errno == ESRCH) {
+		if (ret == -ESRCH) {
 			/* the thread has exited: it has no queue left to dump */
 			atomic_store(&t->registered, 0);
 			continue;
 		}
-		ret = -errno;
-		snprintf(err, errlen, "tgkill(thread %u, tid %d): %s", i, t->tid,
-			 strerror(-ret));
+		snprintf(err, errlen, "tgkill(thread %u, tid %d): %s%s", i, t->tid,
+			 strerror(-ret), ret == -EAGAIN ?
+			 " (RLIMIT_SIGPENDING reached, and its hard limit leaves no room"
+			 " for the freeze signal)" : "");
 		return ret;
 	}
 	return 0;
@@ -316,6 +365,7 @@ int sigmig_freeze(uint64_t *ns, char *err, size_t errlen)
 		if (ret)
 			describe_unparked(err, errlen);
 	}
+	drop_lift();
 	if (ret) {
 		sigmig_thaw();
 		return ret;

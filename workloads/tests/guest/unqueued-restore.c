@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * unqueued-restore: signals pending without a queue entry survive a
+ * checkpoint/restore, with the siginfo the kernel would have delivered.
+ *
+ * Original (no --restore): lowers the soft RLIMIT_SIGPENDING to what this
+ * user has queued plus NFILL (the hard limit stays, so that the runtime can
+ * lift it for its freeze signals) and fills it with NFILL sigqueue()s of QSIG (one more
+ * fails with EAGAIN: the limit is reached). Then RTSIG by kill() (a
+ * real-time SI_USER signal: pending on the process-wide queue without an
+ * entry) and STDSIG by tgkill() to itself (a standard SI_TKILL signal:
+ * pending on its own queue without an entry). Checks that both are pending
+ * and that a peek of their queues does not show them, writes "ready" (or
+ * what went wrong) to --state, and waits to be checkpointed.
+ * Restored (--restore IMAGE): unblocks and checks the deliveries (TAP on
+ * stdout): QSIG NFILL times with its values in order, RTSIG and STDSIG once
+ * each with si_code SI_USER, si_pid 0 and si_uid 0, as on the source.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <sigmig/runtime.h>
+#include <sigmig/sfd.h>
+
+#define QSIG	(SIGRTMIN + 8)
+#define RTSIG	(SIGRTMIN + 7)
+#define STDSIG	SIGUSR1
+#define NFILL	4
+
+struct seen {
+	int count, code, pid, uid;
+	int values[NFILL];
+};
+
+static struct seen seen_q, seen_rt, seen_std;
+static int n, failed;
+
+static void ok(int cond, const char *what)
+{
+	printf("%sok %d - unqueued-restore: %s\n", cond ? "" : "not ", ++n, what);
+	failed |= !cond;
+	fflush(stdout);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	struct seen *s = sig == QSIG ? &seen_q : sig == RTSIG ? &seen_rt : &seen_std;
+
+	(void)uc;
+	if (s->count < NFILL)
+		s->values[s->count] = si->si_value.sival_int;
+	s->code = si->si_code;
+	s->pid = si->si_pid;
+	s->uid = (int)si->si_uid;
+	s->count++;
+}
+
+/* This user's queued signals, the first number of SigQ in /proc. */
+static long user_queued(void)
+{
+	char line[128];
+	long queued = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigQ: %ld/", &queued) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return queued;
+}
+
+/* Does a peek of the queue at @base show a record of @sig? */
+static int peek_shows(long long base, int sig)
+{
+	siginfo_t recs[16];
+	sigset_t mask;
+	ssize_t got;
+	int fd, i;
+
+	sigfillset(&mask);
+	fd = syscall(SYS_signalfd4, -1, &mask, KERNEL_SIGSET_SIZE,
+		     SFD_RAW | SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	got = pread(fd, recs, sizeof(recs), base);
+	close(fd);
+	for (i = 0; i < got / SI_MAX_SIZE; i++)
+		if (recs[i].si_signo == sig)
+			return 1;
+	return got < 0 ? -1 : 0;
+}
+
+static const char *fill_and_send(void)
+{
+	union sigval v;
+	struct rlimit rl;
+	sigset_t pending;
+	long queued = user_queued();
+	int i;
+
+	if (queued < 0)
+		return "no SigQ in /proc/self/status";
+	if (getrlimit(RLIMIT_SIGPENDING, &rl))
+		return "getrlimit(RLIMIT_SIGPENDING) failed";
+	rl.rlim_cur = (rlim_t)queued + NFILL;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max <= rl.rlim_cur)
+		return "the hard RLIMIT_SIGPENDING leaves no room above the soft one";
+	if (setrlimit(RLIMIT_SIGPENDING, &rl))
+		return "setrlimit(RLIMIT_SIGPENDING) failed";
+	for (i = 0; i < NFILL; i++) {
+		v.sival_int = 100 + i;
+		if (sigqueue(getpid(), QSIG, v))
+			return "sigqueue under the limit failed";
+	}
+	v.sival_int = 999;
+	if (sigqueue(getpid(), QSIG, v) == 0 || errno != EAGAIN)
+		return "the limit was not reached (a sigqueue over it succeeded)";
+	if (kill(getpid(), RTSIG) || syscall(SYS_tgkill, getpid(), gettid(), STDSIG))
+		return "kill()/tgkill() over the limit failed";
+	sigpending(&pending);
+	if (!sigismember(&pending, RTSIG) || !sigismember(&pending, STDSIG))
+		return "the signals sent over the limit are not pending";
+	if (peek_shows(SFD_SHARED_QUEUE_OFFSET, RTSIG) != 0 ||
+	    peek_shows(SFD_PER_THREAD_QUEUE_OFFSET, STDSIG) != 0)
+		return "a peek shows a record of a signal sent over the limit";
+	return NULL;
+}
+
+static int original(const char *state)
+{
+	const char *bad = fill_and_send();
+	FILE *f = fopen(state, "w");
+
+	if (!f)
+		return 2;
+	fprintf(f, "%s\n", bad ? bad : "ready");
+	fclose(f);
+	for (;;)
+		pause();
+}
+
+static void check_unqueued(const char *name, const struct seen *s)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "%s delivered %d time(s), si_code %d si_pid %d si_uid %d (want once, SI_USER 0 0)",
+		 name, s->count, s->code, s->pid, s->uid);
+	ok(s->count == 1 && s->code == SI_USER && s->pid == 0 && s->uid == 0, msg);
+}
+
+static int restored(void)
+{
+	sigset_t set;
+	char msg[200];
+	int i, in_order = 1;
+
+	sigemptyset(&set);
+	sigaddset(&set, QSIG);
+	sigaddset(&set, RTSIG);
+	sigaddset(&set, STDSIG);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	for (i = 0; i < NFILL && i < seen_q.count; i++)
+		in_order &= seen_q.values[i] == 100 + i;
+	snprintf(msg, sizeof(msg), "the queued QSIG delivered %d time(s) (want %d), values in order: %s",
+		 seen_q.count, NFILL, in_order ? "yes" : "no");
+	ok(seen_q.count == NFILL && in_order, msg);
+	check_unqueued("RTSIG (kill() over the limit, process-wide)", &seen_rt);
+	check_unqueued("STDSIG (tgkill() over the limit, own queue)", &seen_std);
+	printf("1..%d\n", n);
+	return failed;
+}
+
+static void commit_exit(void)
+{
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "ctl", 1, 0, 'c' }, { "restore", 1, 0, 'r' }, { "state", 1, 0, 's' },
+		{ "ledger", 1, 0, 'l' }, { 0, 0, 0, 0 } };
+	struct sigmig_runtime_opts ro = { .program = "unqueued-restore", .nthreads = 1,
+					  .commit_exit = commit_exit };
+	const int sigs[] = { QSIG, RTSIG, STDSIG };
+	const char *state = NULL;
+	char err[256];
+	sigset_t set;
+	int c, i, ret;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (c == 'c')
+			ro.ctl_path = optarg;
+		else if (c == 'r')
+			ro.restore_image = optarg;
+		else if (c == 's')
+			state = optarg;
+		else if (c != 'l')
+			return 2;
+	}
+	if (!ro.ctl_path || (!state && !ro.restore_image))
+		return 2;
+	sigemptyset(&set);
+	for (i = 0; i < 3; i++) {
+		sigaddset(&set, sigs[i]);
+		sigmig_install_handler(sigs[i], "on_signal", on_signal, SA_RESTART, NULL);
+	}
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ret = sigmig_runtime_start(&ro, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "unqueued-restore: runtime: %s\n", err);
+		return ro.restore_image ? 3 : 2;
+	}
+	/* main is thread 0: a restore runs and ends inside its registration */
+	ret = sigmig_thread_register(0);
+	if (ret && sigmig_runtime_wait_ready(err, sizeof(err))) {
+		fprintf(stderr, "sigmig restore: %s\n", err);
+		return 3;
+	}
+	if (ret) {
+		fprintf(stderr, "unqueued-restore: register: %s\n", strerror(-ret));
+		return 2;
+	}
+	return ro.restore_image ? restored() : original(state);
+}

@@ -335,6 +335,46 @@ TEST_F(tr, another_threads_timer_is_not_taken)
 	EXPECT_EQ(0, siginfo_cmp("ordinary entry", &self->rec, &self->got[0]));
 }
 
+/* Burns CPU time until the process has used @ms more of it. */
+static void burn_cpu_ms(long ms)
+{
+	struct timespec ts;
+	long long until;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	until = ts.tv_sec * 1000000000LL + ts.tv_nsec + ms * 1000000LL;
+	do
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	while (ts.tv_sec * 1000000000LL + ts.tv_nsec < until);
+}
+
+/*
+ * A POSIX CPU-time timer has its preallocated entry too: a written record
+ * becomes it, and the timer's next expiry raises its overrun. Its peek is
+ * reported as queued (only hrtimer clocks count missed periods there).
+ */
+TEST_F(tr, cpu_timer_record_is_taken_too)
+{
+	struct itimerspec its = { .it_value = { 0, 5000000 } };
+	struct sigevent sev;
+	timer_t t;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = TSIG;
+	sev.sigev_value.sival_int = TVAL;
+	ASSERT_EQ(0, timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &t));
+	self->timer = t;
+	timer_record(&self->rec, t, TVAL, 4);
+	write_alone(_metadata, self->group, SHARED, &self->rec);
+	ASSERT_EQ(0, timer_settime(t, 0, &its, NULL));
+	burn_cpu_ms(30);
+	sleep_ms(10);
+	ASSERT_EQ(1, pending_records(SHARED, self->got))
+		TH_LOG("the CPU timer queued a second signal beside the restored one");
+	EXPECT_EQ(5, self->got[0].si_overrun);
+}
+
 /* Records before and after a timer record keep their places. */
 TEST_F(tr, order_is_kept_around_a_timer_record)
 {

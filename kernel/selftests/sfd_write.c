@@ -257,6 +257,28 @@ TEST_F(wr, timer_record_cookie_is_cleared)
 	EXPECT_EQ(SI_TIMER, self->got[0].si_code);
 }
 
+/*
+ * A standard signal already pending in the queue is not queued twice, as
+ * for any sent one: the write succeeds, the pending record stays the one
+ * that was there.
+ */
+TEST_F(wr, standard_signal_already_pending_is_not_queued_twice)
+{
+	ASSERT_EQ(0, kill(getpid(), SIGUSR1));
+	ASSERT_EQ(1, queued(SHARED, self->got, NREC));
+	si_init(&self->rec[0], SIGUSR1, SI_QUEUE);
+	self->rec[0].si_pid = getpid();
+	self->rec[0].si_value.sival_int = 77;
+	EXPECT_EQ(SI_MAX_SIZE, write(self->group, self->rec, SI_MAX_SIZE));
+	ASSERT_EQ(1, queued(SHARED, self->got, NREC));
+	EXPECT_EQ(SI_USER, self->got[0].si_code);
+	EXPECT_EQ(0, self->got[0].si_value.sival_int);
+	/* On the other queue it is not pending: there it is queued */
+	EXPECT_EQ(SI_MAX_SIZE, write(self->priv, self->rec, SI_MAX_SIZE));
+	ASSERT_EQ(1, queued(PRIV, self->got, NREC));
+	EXPECT_EQ(0, memcmp(&self->rec[0], &self->got[0], SI_MAX_SIZE));
+}
+
 /* A positive si_code is the kernel's, and allowed to oneself. */
 TEST_F(wr, kernel_si_codes_to_oneself)
 {

@@ -17,7 +17,6 @@
  * again.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,8 @@
 #include <unistd.h>
 #include <sigmig/runtime.h>
 #include <sigmig/sfd.h>
+
+#include "one_thread_prog.h"
 
 #define TSIG	(SIGRTMIN + 5)
 #define PSIG	(SIGRTMIN + 6)
@@ -231,35 +232,15 @@ static int restored(const char *state)
 	return failed;
 }
 
-static void commit_exit(void)
-{
-	_exit(0);
-}
-
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "ctl", 1, 0, 'c' }, { "restore", 1, 0, 'r' }, { "state", 1, 0, 's' },
-		{ "ledger", 1, 0, 'l' }, { 0, 0, 0, 0 } };
-	struct sigmig_runtime_opts ro = { .program = "timer-restore", .nthreads = 1,
-					  .commit_exit = commit_exit };
-	const char *state = NULL;
-	char err[256];
+	struct one_thread_prog p = { .name = "timer-restore" };
 	sigset_t set;
-	int c, ret;
+	int ret;
 
 	started_ms = now_ms();
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (c == 'c')
-			ro.ctl_path = optarg;
-		else if (c == 'r')
-			ro.restore_image = optarg;
-		else if (c == 's')
-			state = optarg;
-		else if (c != 'l')
-			return 2;
-	}
-	if (!ro.ctl_path || !state)
+	ret = one_thread_args(argc, argv, &p);
+	if (ret || !p.state)
 		return 2;
 	sigemptyset(&set);
 	sigaddset(&set, TSIG);
@@ -267,20 +248,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	sigmig_install_handler(TSIG, "on_timer", on_timer, SA_RESTART, NULL);
 	sigmig_install_handler(PSIG, "on_timer", on_timer, SA_RESTART, NULL);
-	ret = sigmig_runtime_start(&ro, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "timer-restore: runtime: %s\n", err);
-		return ro.restore_image ? 3 : 2;
-	}
-	/* main is thread 0: a restore runs and ends inside its registration */
-	ret = sigmig_thread_register(0);
-	if (ret && sigmig_runtime_wait_ready(err, sizeof(err))) {
-		fprintf(stderr, "sigmig restore: %s\n", err);
-		return 3;
-	}
-	if (ret) {
-		fprintf(stderr, "timer-restore: register: %s\n", strerror(-ret));
-		return 2;
-	}
-	return ro.restore_image ? restored(state) : original(state);
+	ret = one_thread_start(&p);
+	if (ret)
+		return ret;
+	return p.restore ? restored(p.state) : original(p.state);
 }

@@ -17,7 +17,6 @@
  * each with si_code SI_USER, si_pid 0 and si_uid 0, as on the source.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,8 @@
 #include <unistd.h>
 #include <sigmig/runtime.h>
 #include <sigmig/sfd.h>
+
+#include "one_thread_prog.h"
 
 #define QSIG	(SIGRTMIN + 8)
 #define RTSIG	(SIGRTMIN + 7)
@@ -179,56 +180,24 @@ static int restored(void)
 	return failed;
 }
 
-static void commit_exit(void)
-{
-	_exit(0);
-}
-
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "ctl", 1, 0, 'c' }, { "restore", 1, 0, 'r' }, { "state", 1, 0, 's' },
-		{ "ledger", 1, 0, 'l' }, { 0, 0, 0, 0 } };
-	struct sigmig_runtime_opts ro = { .program = "unqueued-restore", .nthreads = 1,
-					  .commit_exit = commit_exit };
+	struct one_thread_prog p = { .name = "unqueued-restore" };
 	const int sigs[] = { QSIG, RTSIG, STDSIG };
-	const char *state = NULL;
-	char err[256];
 	sigset_t set;
-	int c, i, ret;
+	int i, ret;
 
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (c == 'c')
-			ro.ctl_path = optarg;
-		else if (c == 'r')
-			ro.restore_image = optarg;
-		else if (c == 's')
-			state = optarg;
-		else if (c != 'l')
-			return 2;
-	}
-	if (!ro.ctl_path || (!state && !ro.restore_image))
-		return 2;
+	ret = one_thread_args(argc, argv, &p);
+	if (ret)
+		return ret;
 	sigemptyset(&set);
 	for (i = 0; i < 3; i++) {
 		sigaddset(&set, sigs[i]);
 		sigmig_install_handler(sigs[i], "on_signal", on_signal, SA_RESTART, NULL);
 	}
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	ret = sigmig_runtime_start(&ro, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "unqueued-restore: runtime: %s\n", err);
-		return ro.restore_image ? 3 : 2;
-	}
-	/* main is thread 0: a restore runs and ends inside its registration */
-	ret = sigmig_thread_register(0);
-	if (ret && sigmig_runtime_wait_ready(err, sizeof(err))) {
-		fprintf(stderr, "sigmig restore: %s\n", err);
-		return 3;
-	}
-	if (ret) {
-		fprintf(stderr, "unqueued-restore: register: %s\n", strerror(-ret));
-		return 2;
-	}
-	return ro.restore_image ? restored() : original(state);
+	ret = one_thread_start(&p);
+	if (ret)
+		return ret;
+	return p.restore ? restored() : original(p.state);
 }

@@ -58,6 +58,7 @@ static struct {
 	struct histogram phases[PHASE_COUNT];
 	uint64_t signals_dumped;
 	uint64_t signals_requeued;
+	uint64_t signals_carried;
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void observe(struct histogram *h, double v)
@@ -140,6 +141,13 @@ void metrics_signals_requeued(uint64_t n)
 {
 	pthread_mutex_lock(&m.lock);
 	m.signals_requeued += n;
+	pthread_mutex_unlock(&m.lock);
+}
+
+void metrics_signals_carried(uint64_t n)
+{
+	pthread_mutex_lock(&m.lock);
+	m.signals_carried += n;
 	pthread_mutex_unlock(&m.lock);
 }
 
@@ -239,9 +247,13 @@ char *metrics_render(size_t *len)
 		"sigmig_agent_signals_dumped_total %llu\n"
 		"# HELP sigmig_agent_signals_requeued_total Pending signals requeued by restores.\n"
 		"# TYPE sigmig_agent_signals_requeued_total counter\n"
-		"sigmig_agent_signals_requeued_total %llu\n",
+		"sigmig_agent_signals_requeued_total %llu\n"
+		"# HELP sigmig_agent_signals_carried_total Signals that reached a migrating original after its dump, carried to the target at commit.\n"
+		"# TYPE sigmig_agent_signals_carried_total counter\n"
+		"sigmig_agent_signals_carried_total %llu\n",
 		(unsigned long long)m.signals_dumped,
-		(unsigned long long)m.signals_requeued);
+		(unsigned long long)m.signals_requeued,
+		(unsigned long long)m.signals_carried);
 	render_phases(f);
 	pthread_mutex_unlock(&m.lock);
 	if (fclose(f)) {

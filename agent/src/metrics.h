@@ -23,6 +23,7 @@ void metrics_migration(const char *result);
 void metrics_phase(enum migration_phase phase, double seconds);
 void metrics_signals_dumped(uint64_t n);
 void metrics_signals_requeued(uint64_t n);
+void metrics_signals_carried(uint64_t n);
 void metrics_restore(const char *result);
 
 /* malloc()ed text/plain; version=0.0.4 page, NULL on allocation failure. */

@@ -390,6 +390,8 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	*result = success_json(w, req, &dump, remote, commit, &t);
 	json_object_set_new(*result, "target_resumed", json_boolean(running));
 	json_object_set_new(*result, "carried_at_commit", json_integer(carried));
+	if (carried > 0)
+		metrics_signals_carried((uint64_t)carried);
 	if (problem[0])
 		json_object_set_new(*result, "problem", json_pack(
 			"{s:s, s:s, s:s}", "code", problem_code,

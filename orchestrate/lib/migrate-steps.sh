@@ -283,4 +283,6 @@ drain_and_collect() {
 		api_to b DELETE "/v1/workloads/$STRAY_B" "$out/.stray.json" || true
 	fi
 	api_to "$LIVE" DELETE "/v1/workloads/$LIVE_ID" "$out/stop-live.json" || true
+	# What the source agent counted (carried signals among it), for the suites
+	api_to a GET /metrics "$out/metrics-a.txt" || rm -f "$out/metrics-a.txt"
 }

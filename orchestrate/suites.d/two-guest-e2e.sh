@@ -83,6 +83,9 @@ tap $? "live senders: still sending after the original was gone (${esrch:-0} sen
 carried=$(result '.migrate.carried_at_commit')
 [ "${carried:-0}" -gt 0 ]
 tap $? "live senders: what reached A after the DUMP went to B with the commit ($carried signals carried)"
+counted=$(awk '$1 == "sigmig_agent_signals_carried_total" { print $2 }' "$(dirname "$RESULT")/metrics-a.txt" 2>/dev/null)
+[ -n "$counted" ] && [ "$counted" = "$carried" ]
+tap $? "live senders: A's /metrics counts them (sigmig_agent_signals_carried_total ${counted:-missing}, want $carried)"
 window=$(result '.migrate.commit.exit_window.ms // "none"')
 diag <<<"the original's exit window (COMMIT's read to reaped): $window ms, $(result '.ledger.exit_window') sends landed in it"
 check_verdict "live senders through the move"

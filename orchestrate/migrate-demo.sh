@@ -14,6 +14,7 @@ REPO=$SIGMIG_REPO
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 LOGS="$REPO/build/logs"
 threads=4 signals=4000 after=1000 html="$REPO/build/migrate-demo.html" keep=0 deps=1
+live_rate=300 live_seconds=12
 STEP=0
 STEPS=6
 bg_pid=""
@@ -24,10 +25,13 @@ step() { STEP=$((STEP + 1)); printf '\n%s\n' "$(bold "[$STEP/$STEPS] $*")" >&2; 
 usage_text() {
 	cat <<'EOF'
 Usage: migrate-demo.sh [--threads N] [--signals N] [--after N]
-                       [--html FILE] [--keep] [--no-deps]
+                       [--live-senders R] [--html FILE] [--keep] [--no-deps]
   --threads N   workload threads (default 4)
   --signals N   signals pending at the moment of the move (default 4000)
   --after N     signals sent to the moved process on B (default 1000)
+  --live-senders R  two senders keep sending R signals/s each to the
+                original from before the freeze through the move (default
+                300; 0: the senders pause for the move)
   --html FILE   default build/migrate-demo.html
   --keep        leave the guests running after the report (Ctrl-C stops them)
   --no-deps     do not check Debian packages
@@ -41,6 +45,7 @@ parse_args() {
 		--threads) threads=${2:?}; shift 2 ;;
 		--signals) signals=${2:?}; shift 2 ;;
 		--after) after=${2:?}; shift 2 ;;
+		--live-senders) live_rate=${2:?}; shift 2 ;;
 		--html) html=${2:?}; shift 2 ;;
 		--keep) keep=1; shift ;;
 		--no-deps) deps=0; shift ;;
@@ -186,8 +191,10 @@ step_initramfs() {
 run_migration() {
 	local result rc=0
 	step "Migration: A -> B with $signals pending signals on $threads threads"
+	local live=()
+	[ "$live_rate" = 0 ] || live=(--live-senders "$live_rate" --live-seconds "$live_seconds")
 	result=$("$REPO/orchestrate/migrate.sh" --threads "$threads" --signals "$signals" \
-		--after "$after" --out "$REPO/build/migrate-demo") || rc=$?
+		--after "$after" "${live[@]}" --out "$REPO/build/migrate-demo") || rc=$?
 	result=${result:-$REPO/build/migrate-demo/result.json}
 	[ -f "$result" ] || die "migration failed before producing a result (rc=$rc)"
 	step "Report"

@@ -293,6 +293,10 @@ def render_text(result, before, after, timings, ledger, color, width):
                       fmt_n(migrate["carried_at_commit"]),
                       "%.1f" % window["ms"] if "ms" in window else "?",
                       fmt_n((result.get("ledger") or {}).get("exit_window", 0))))
+        esrch = (result.get("ledger_extra") or {}).get("live_esrch")
+        if esrch:
+            t.add("  after the move: %s sends to the original's pid failed with ESRCH"
+                  " (the senders learned that nothing was delivered)" % fmt_n(esrch))
         t.add("  B requeued %s signals and re-read every queue: %s" % (
             fmt_n(need(restore, "requeued")),
             t.c("32", "verified byte for byte") if need(restore, "verified") else t.c("1;31", "NOT verified")))

@@ -127,6 +127,23 @@ static inline int is_pending(int sig)
  * Sleeps without time structures: a 32-bit glibc uses the time32 syscalls
  * for nanosleep(), which a kernel without COMPAT_32BIT_TIME lacks.
  */
+/*
+ * Periods of a 1 ms periodic CLOCK_MONOTONIC timer that @ms must at least
+ * contain, less 2: the kernel forwards a timer by at least its clock's
+ * resolution, which is a tick (4 ms at HZ=250) when high-resolution timers
+ * are not active on this boot.
+ */
+static inline long periods_in_ms(long ms)
+{
+	struct timespec res;
+	long period_ns = 1000000;
+
+	if (!clock_getres(CLOCK_MONOTONIC, &res) && res.tv_sec == 0 &&
+	    res.tv_nsec > period_ns)
+		period_ns = res.tv_nsec;
+	return ms * 1000000 / period_ns - 2;
+}
+
 static inline void sleep_ms(int ms)
 {
 	poll(NULL, 0, ms);

@@ -55,7 +55,7 @@ struct group {
 
 struct timer_def { int id, signo; unsigned long long value; };
 
-struct sender { unsigned int id; int pid; };
+struct sender { unsigned int id; int pid, on_target; };
 
 /* One queue of a --before/--after snapshot: count, and the records listed. */
 struct queue {
@@ -241,17 +241,34 @@ static struct group *group_of(int signo, int queue)
 	return &groups[ngroups++];
 }
 
-static void add_sender(unsigned int id, int pid)
+static void add_sender(unsigned int id, int pid, int on_target)
 {
 	int i;
 
 	for (i = 0; i < nsenders; i++)
-		if (senders[i].id == id && senders[i].pid == pid)
+		if (senders[i].id == id && senders[i].pid == pid &&
+		    senders[i].on_target == on_target)
 			return;
 	if (nsenders == MAX_SENDERS)
 		fatal("more than %d senders", MAX_SENDERS);
 	senders[nsenders].id = id;
+	senders[nsenders].on_target = on_target;
 	senders[nsenders++].pid = pid;
+}
+
+/* Only senders on the source (--log) have this pid: the send was made there. */
+static int source_only_pid(int pid)
+{
+	int i, source = 0;
+
+	for (i = 0; i < nsenders; i++) {
+		if (senders[i].pid != pid)
+			continue;
+		if (senders[i].on_target)
+			return 0;
+		source = 1;
+	}
+	return source;
 }
 
 static int is_sender_pid(int pid)
@@ -338,7 +355,7 @@ static void parse_log(const char *path, int file, int on_target)
 		s.payload = value[0] != '-';
 		if (!strcmp(kind, "kill") || !strcmp(kind, "sigqueue"))
 			s.target = -1;
-		add_sender(s.id, s.pid);
+		add_sender(s.id, s.pid, on_target);
 		s.next_ns = LLONG_MAX;
 		add_send(&s);
 		prev = nsends - 1;
@@ -468,11 +485,13 @@ static struct send *find_send(const unsigned char *si)
 
 /*
  * A delivery by the original is on the source's clock. One by a restored
- * process is on the target's, and it came after the move: before any send
- * made on the target, it can only be a signal that moved (or was sent to
- * the original and merged into one that moved).
+ * process is on the target's, and it came after the move: it is a signal
+ * that moved (or was sent to the original and merged into one that moved)
+ * when its sender pid is only a source sender's, or when it came before
+ * any send made on the target (pids of the two hosts may coincide).
  */
-static void group_delivered(struct group *g, long long ns, int restored)
+static void group_delivered(struct group *g, long long ns, int restored,
+			    int from_pid)
 {
 	g->delivered++;
 	if (!restored) {
@@ -482,7 +501,7 @@ static void group_delivered(struct group *g, long long ns, int restored)
 	}
 	if (ns > g->last_restored_delivery)
 		g->last_restored_delivery = ns;
-	if (!g->target_sent || ns < g->first_target_send)
+	if (source_only_pid(from_pid) || !g->target_sent || ns < g->first_target_send)
 		g->moved++;
 }
 
@@ -505,7 +524,7 @@ static void payload_delivery(const unsigned char *si, int index, long long ns,
 	    !tail_is_zero(si, lay->value + lay->value_size))
 		return mismatch("content differs from the send", line);
 	if (s->signo < SIGRTMIN && (g = group_of(s->signo, s->target)))
-		group_delivered(g, ns, restored);
+		group_delivered(g, ns, restored, s->on_target ? -1 : i32(si + lay->pid));
 }
 
 static void plain_delivery(const unsigned char *si, int code, int index, long long ns,
@@ -515,7 +534,7 @@ static void plain_delivery(const unsigned char *si, int code, int index, long lo
 
 	if (!g || !g->sent || i32(si) >= SIGRTMIN || !tail_is_zero(si, lay->uid + 4))
 		return mismatch("no matching kill/tgkill", line);
-	group_delivered(g, ns, restored);
+	group_delivered(g, ns, restored, i32(si + lay->pid));
 }
 
 static void timer_delivery(const unsigned char *si, int restored, const char *line)

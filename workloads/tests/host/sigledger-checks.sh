@@ -160,6 +160,19 @@ if [ "$RC" = 0 ] && [ "$(field '"\(.lost) \(.coalesced)"')" = "0 0" ]; then
 else
 	not_ok "moved standard signal, clocks apart: rc $RC $OUT"
 fi
+# A sender on B may send the same signal to the same queue just before the
+# moved one is delivered there: the delivery's si_pid (only a sender on A
+# has it) still says that it moved.
+printf 'S 1 kill 10 501 -1 0 - 601 0 400 8\n' >"$WORK/std-b-early.log"
+printf 'H 501 1 0 62\nD 0 501 500 %s\nD 0 501 550 %s\n' "$(si 10 0 600 0 0)" \
+	"$(si 10 0 601 0 0)" >"$WORK/std-b-early.ledger"
+run --log "$WORK/std-a.log" --target-log "$WORK/std-b-early.log" \
+	--ledger "$WORK/std-a.ledger" --ledger "$WORK/std-b-early.ledger"
+if [ "$RC" = 0 ] && [ "$(field .lost)" = 0 ]; then
+	ok "a send on B just before the moved signal's delivery there: PASS (the pid says it moved)"
+else
+	not_ok "B send before the moved delivery: rc $RC $OUT"
+fi
 run "${S[@]}" --target-log "$WORK/std-b.log"
 if [ "$RC" = 1 ] && [ "$(field .lost)" = 1 ]; then
 	ok "a send on B with no delivery after it on B's clock: lost"

@@ -35,13 +35,15 @@ static __thread struct rt_thread *self;
 /* The state machine: which states each state may move to. */
 static const unsigned int next_states[] = {
 	[RT_RUNNING]	= STATE_BIT(RT_FROZEN),
-	[RT_FROZEN]	= STATE_BIT(RT_RUNNING) | STATE_BIT(RT_COMMITTED),
+	[RT_FROZEN]	= STATE_BIT(RT_RUNNING) | STATE_BIT(RT_COMMITTED) |
+			  STATE_BIT(RT_FORWARDING),
 	[RT_HELD]	= STATE_BIT(RT_RUNNING) | STATE_BIT(RT_FAILED) |
 			  STATE_BIT(RT_COMMITTED),
 	[RT_RESTORING]	= STATE_BIT(RT_RUNNING) | STATE_BIT(RT_HELD) |
 			  STATE_BIT(RT_FAILED),
 	[RT_FAILED]	= 0,
 	[RT_COMMITTED]	= 0,
+	[RT_FORWARDING]	= STATE_BIT(RT_COMMITTED),
 };
 
 int sigmig_core_init(unsigned int nthreads, const char *program,
@@ -138,7 +140,7 @@ const char *sigmig_state_name(enum rt_state state)
 		/* a held copy is frozen to its clients; "restored" tells them apart */
 		[RT_RUNNING] = "running", [RT_FROZEN] = "frozen", [RT_HELD] = "frozen",
 		[RT_RESTORING] = "restoring", [RT_FAILED] = "failed",
-		[RT_COMMITTED] = "committed",
+		[RT_COMMITTED] = "committed", [RT_FORWARDING] = "forwarding",
 	};
 
 	return names[state];

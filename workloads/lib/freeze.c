@@ -33,9 +33,18 @@ static struct {
 /* What a parked thread does for a command, inside the freeze handler. */
 static int run_parked(struct rt_thread *t, uint32_t cmd)
 {
-	if (cmd == CMD_PEEK)
+	switch (cmd) {
+	case CMD_PEEK:
 		return sigmig_peek_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
-	return cmd == CMD_THAW ? 0 : -EINVAL;
+	case CMD_DRAIN:
+		return sigmig_drain_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
+	case CMD_CALL:
+		return t->call ? t->call(t) : -EINVAL;
+	case CMD_THAW:
+		return 0;
+	default:
+		return -EINVAL;
+	}
 }
 
 static void count_parked(struct rt_thread *t, int parked)

@@ -948,3 +948,167 @@ int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err
 	sigmig_image_free(&d);
 	return ret;
 }
+
+/* ---- forwarded signals, into a copy that runs or is frozen ---- */
+
+static size_t next_entry_of(const struct rawbuf *got, size_t from, int sig)
+{
+	while (from < got->count && got->data[from * SI_MAX_SIZE] != sig)
+		from++;
+	return from;
+}
+
+static int call_requeue_private(struct rt_thread *t)
+{
+	return t->delta ? requeue_private(t, &t->delta->pending) : 0;
+}
+
+static int call_requeue_shared(struct rt_thread *t)
+{
+	return requeue_shared_queue(rs.delta_shared, t->err, sizeof(t->err));
+}
+
+static int post_call(struct rt_thread *t, int (*call)(struct rt_thread *t),
+		     const char *what, char *err, size_t errlen)
+{
+	int ret;
+
+	t->call = call;
+	ret = post_delta(t, CMD_CALL, what, err, errlen);
+	t->call = NULL;
+	return ret;
+}
+
+/*
+ * Who may queue on the process-wide queue with any si_code: any thread
+ * through write(), only the main thread through rt_sigqueueinfo().
+ */
+static struct rt_thread *shared_writer(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < sigmig_nthreads(); i++) {
+		struct rt_thread *t = sigmig_thread(i);
+
+		if (atomic_load(&t->registered) && (rs.by_write || t->tid == getpid()))
+			return t;
+	}
+	return NULL;
+}
+
+static int requeue_parked(const struct sigmig_image *d, char *err, size_t errlen)
+{
+	struct rt_thread *writer;
+	char what[64];
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < d->nthreads && !ret; i++) {
+		struct rt_thread *t = sigmig_thread(d->threads[i].index);
+
+		t->delta = &d->threads[i];
+		snprintf(what, sizeof(what), "requeue, thread %u", d->threads[i].index);
+		ret = post_call(t, call_requeue_private, what, err, errlen);
+		t->delta = NULL;
+	}
+	if (ret || !d->shared.count)
+		return ret;
+	writer = shared_writer();
+	if (!writer) {
+		snprintf(err, errlen, "no thread may requeue the shared queue (the main thread is not registered)");
+		return -EPERM;
+	}
+	rs.delta_shared = &d->shared;
+	ret = post_call(writer, call_requeue_shared, "requeue, shared queue", err, errlen);
+	rs.delta_shared = NULL;
+	return ret;
+}
+
+static int pending_signal(const struct rawbuf *got, int sig)
+{
+	return next_entry_of(got, 0, sig) < got->count;
+}
+
+/*
+ * Every entry must be pending afterwards, in order. A standard signal may
+ * be missing when one of it was pending already: the kernel merged them,
+ * as it does for any sender (@merged).
+ */
+static int find_forwarded(const char *what, const struct rawbuf *got,
+			  const struct sigmig_queue *want, uint64_t *merged,
+			  char *err, size_t errlen)
+{
+	size_t i, j = 0, at;
+
+	for (i = 0; i < want->count; i++) {
+		const uint8_t *e = want->entries[i].bytes;
+
+		for (at = j; at < got->count && memcmp(got->data + at * SI_MAX_SIZE, e,
+						       SI_MAX_SIZE); at++)
+			;
+		if (at < got->count) {
+			j = at + 1;
+			continue;
+		}
+		if (e[0] < SIGRTMIN && pending_signal(got, e[0])) {
+			(*merged)++;
+			continue;
+		}
+		snprintf(err, errlen, "verify %s: entry %zu (signal %d) is not pending after the requeue",
+			 what, i, e[0]);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int verify_parked(const struct sigmig_image *d, uint64_t *merged,
+			 char *err, size_t errlen)
+{
+	struct rawbuf shared = { 0 };
+	char what[64];
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; i < d->nthreads && !ret; i++) {
+		struct rt_thread *t = sigmig_thread(d->threads[i].index);
+
+		snprintf(what, sizeof(what), "thread %u", d->threads[i].index);
+		ret = post_delta(t, CMD_PEEK, what, err, errlen);
+		if (!ret)
+			ret = find_forwarded(what, &t->peek, &d->threads[i].pending,
+					     merged, err, errlen);
+		sigmig_rawbuf_free(&t->peek);
+	}
+	if (ret || !d->shared.count)
+		return ret;
+	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
+	if (!ret)
+		ret = find_forwarded("shared queue", &shared, &d->shared, merged,
+				     err, errlen);
+	sigmig_rawbuf_free(&shared);
+	return ret;
+}
+
+int sigmig_requeue_parked(const char *path, uint64_t *requeued, uint64_t *merged,
+			  char *err, size_t errlen)
+{
+	struct sigmig_image d;
+	int ret;
+
+	if (!rs.active)
+		rs.by_write = sfd_probe_write();
+	memset(&d, 0, sizeof(d));
+	ret = load_delta(path, &d, err, errlen);
+	if (ret)
+		return ret;
+	*merged = 0;
+	ret = requeue_parked(&d, err, errlen);
+	if (!ret)
+		ret = verify_parked(&d, merged, err, errlen);
+	if (!ret) {
+		*requeued = sigmig_image_pending_total(&d) - *merged;
+		atomic_fetch_add(&rs.carried, *requeued);
+	}
+	sigmig_image_free(&d);
+	return ret;
+}

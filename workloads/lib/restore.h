@@ -50,4 +50,14 @@ void sigmig_restore_status(struct restore_status *st);
 int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err,
 				 size_t errlen);
 
+/*
+ * Control thread, every registered thread parked (frozen): requeue the
+ * signals in the image file @path (forwarded from the original after the
+ * move) each from the thread it belongs to, behind what is pending, and
+ * find each one pending afterwards; a standard signal that merged into
+ * one already pending counts in @merged, not in @requeued.
+ */
+int sigmig_requeue_parked(const char *path, uint64_t *requeued, uint64_t *merged,
+			  char *err, size_t errlen);
+
 #endif /* SIGMIG_RESTORE_H */

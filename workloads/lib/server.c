@@ -267,16 +267,33 @@ static void commit_reply(int fd, const uint8_t *delta, size_t len,
 {
 	if (!delta)
 		return reply_line(fd, "{\"ok\":true}");
-	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"image_size\":%zu}",
+	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"partial\":%s,\"image_size\":%zu}",
 		   (unsigned long long)n->carried, (unsigned long long)n->removed,
-		   (unsigned long long)n->timers, (unsigned long long)n->read_ns, len);
+		   (unsigned long long)n->timers, (unsigned long long)n->read_ns,
+		   n->partial ? "true" : "false", len);
 	write_all(fd, delta, len);
 }
 
 /*
+ * What arrived since the DUMP (FROZEN: peeked; FORWARDING: since the last
+ * drain, dequeued). 0, -ENODATA when there is nothing to compare with, or
+ * -errno with @err.
+ */
+static int arrivals(enum rt_state state, uint8_t **delta, size_t *len,
+		    struct delta_counts *n, char *err, size_t errlen)
+{
+	if (state == RT_FROZEN)
+		return sigmig_dump_delta(delta, len, n, err, errlen);
+	if (state == RT_FORWARDING)
+		return sigmig_forward_drain(0, delta, len, n, err, errlen);
+	return -ENODATA;
+}
+
+/*
  * The threads stay parked from the delta to the exit: what arrived since
- * the DUMP leaves with the reply, and only what arrives between the delta
- * and the exit is lost (docs/design.md, "What a sender is promised").
+ * the DUMP (or, forwarding, since the last DRAIN) leaves with the reply,
+ * and only what arrives between that read and the exit is lost
+ * (docs/design.md, "What a sender is promised").
  */
 static void do_commit(int fd, enum rt_state state, const char *arg)
 {
@@ -284,14 +301,13 @@ static void do_commit(int fd, enum rt_state state, const char *arg)
 	uint8_t *delta = NULL;
 	size_t len = 0;
 	char err[300];
-	int ret = -ENODATA;
+	int ret;
 
 	(void)arg;
 	if (!srv.commit_exit)
 		return reply_error(fd, "not_supported",
 				   "this program does not end on COMMIT (no commit_exit hook)");
-	if (state == RT_FROZEN)
-		ret = sigmig_dump_delta(&delta, &len, &n, err, sizeof(err));
+	ret = arrivals(state, &delta, &len, &n, err, sizeof(err));
 	if (ret && ret != -ENODATA)
 		return reply_error(fd, "dump_failed", err);
 	if (sigmig_transition(state, RT_COMMITTED)) {
@@ -306,15 +322,71 @@ static void do_commit(int fd, enum rt_state state, const char *arg)
 	srv.commit_exit();
 }
 
-static void do_requeue(int fd, enum rt_state state, const char *path)
+/*
+ * The original becomes a forwarder: like COMMIT it never runs application
+ * code again, but it stays alive, parked, so that its agent can take what
+ * keeps arriving off its queues (DRAIN) and hand it to the copy, until
+ * COMMIT ends it. The reply is the commit delta, dequeued.
+ */
+static void do_forward(int fd, enum rt_state state, const char *arg)
 {
-	uint64_t n = 0;
+	struct delta_counts n = { 0 };
+	uint8_t *delta = NULL;
+	size_t len = 0;
+	char err[300];
+	int ret;
+
+	(void)arg;
+	if (!srv.commit_exit)
+		return reply_error(fd, "not_supported",
+				   "this program does not end on COMMIT (no commit_exit hook)");
+	ret = sigmig_forward_drain(1, &delta, &len, &n, err, sizeof(err));
+	if (ret == -ENODATA)
+		return reply_error(fd, "wrong_state", "FORWARD needs a DUMP taken in this freeze");
+	if (ret)
+		return reply_error(fd, "dump_failed", err);
+	/* FROZEN -> FORWARDING cannot race: every verb holds the control lock */
+	sigmig_transition(state, RT_FORWARDING);
+	commit_reply(fd, delta, len, &n);
+	free(delta);
+}
+
+static void do_drain(int fd, enum rt_state state, const char *arg)
+{
+	struct delta_counts n = { 0 };
+	uint8_t *delta = NULL;
+	size_t len = 0;
 	char err[300];
 
-	(void)state;
-	if (sigmig_restore_requeue_delta(path, &n, err, sizeof(err)))
+	(void)arg;
+	if (arrivals(state, &delta, &len, &n, err, sizeof(err)))
+		return reply_error(fd, "dump_failed", err);
+	commit_reply(fd, delta, len, &n);
+	free(delta);
+}
+
+static void do_requeue(int fd, enum rt_state state, const char *path)
+{
+	uint64_t n = 0, merged = 0, ns;
+	char err[300];
+	int ret;
+
+	if (state == RT_HELD) {
+		if (sigmig_restore_requeue_delta(path, &n, err, sizeof(err)))
+			return reply_error(fd, "requeue_failed", err);
+		return reply_line(fd, "{\"ok\":true,\"requeued\":%llu,\"merged\":0}",
+				  (unsigned long long)n);
+	}
+	/* a running copy is parked for the requeue: only its own threads may */
+	if (state == RT_RUNNING && freeze_process(fd, &ns))
+		return;
+	ret = sigmig_requeue_parked(path, &n, &merged, err, sizeof(err));
+	if (state == RT_RUNNING)
+		thaw_process();
+	if (ret)
 		return reply_error(fd, "requeue_failed", err);
-	reply_line(fd, "{\"ok\":true,\"requeued\":%llu}", (unsigned long long)n);
+	reply_line(fd, "{\"ok\":true,\"requeued\":%llu,\"merged\":%llu}",
+		   (unsigned long long)n, (unsigned long long)merged);
 }
 
 static const struct verb {
@@ -332,16 +404,22 @@ static const struct verb {
 	  "DUMP needs a frozen process: send FREEZE first", do_dump, 0 },
 	{ "PEEK", STATE_BIT(RT_RUNNING) | STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
 	  "PEEK needs a running or frozen process", do_peek, 0 },
-	{ "COMMIT", STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD),
+	{ "COMMIT", STATE_BIT(RT_FROZEN) | STATE_BIT(RT_HELD) | STATE_BIT(RT_FORWARDING),
 	  "COMMIT needs a frozen process", do_commit, 0 },
-	{ "REQUEUE", STATE_BIT(RT_HELD),
-	  "REQUEUE needs a copy held after its restore", do_requeue, 1 },
+	{ "FORWARD", STATE_BIT(RT_FROZEN),
+	  "FORWARD needs a frozen process with a DUMP", do_forward, 0 },
+	{ "DRAIN", STATE_BIT(RT_FORWARDING),
+	  "DRAIN needs a process that FORWARD made a forwarder", do_drain, 0 },
+	{ "REQUEUE", STATE_BIT(RT_HELD) | STATE_BIT(RT_RUNNING) | STATE_BIT(RT_FROZEN),
+	  "REQUEUE needs a restored copy, held, running or frozen", do_requeue, 1 },
 };
 
 static const char *why_not(const struct verb *v, enum rt_state state)
 {
-	if (v->run == do_requeue)
+	if (v->run == do_requeue || v->run == do_drain)
 		return v->needs;
+	if (state == RT_FORWARDING)
+		return "the process was committed and forwards what arrives: DRAIN or COMMIT it";
 	if (state == RT_RESTORING || state == RT_FAILED)
 		return "the process is restoring or failed to restore";
 	if (state == RT_COMMITTED)
@@ -365,7 +443,7 @@ static void dispatch(int fd, char *line)
 			break;
 	if (i == ARRAY_SIZE(verbs))
 		return reply_error(fd, "unknown_verb",
-				   "verbs: STATUS FREEZE THAW DUMP PEEK COMMIT REQUEUE");
+				   "verbs: STATUS FREEZE THAW DUMP PEEK COMMIT FORWARD DRAIN REQUEUE");
 	if (!verbs[i].arg != !(arg && *arg))
 		return reply_error(fd, "bad_request", verbs[i].arg ?
 				   "expected one line: VERB ARG\\n" : "expected one line: VERB\\n");

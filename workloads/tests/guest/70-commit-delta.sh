@@ -4,7 +4,7 @@
 # process-wide, and standard signals), COMMIT: the reply's delta holds
 # exactly the entries the queues gained. Restore the image held, REQUEUE the
 # delta into it, thaw: sigledger over every send finds nothing lost or
-# duplicated. Also: REQUEUE only into a held copy, and only with a path.
+# duplicated. Also: REQUEUE needs a path, and a bad one changes nothing.
 cd "$(dirname "$0")" && . ./lib.sh
 WORK=/tmp/wl-commit-delta
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -14,8 +14,8 @@ SOCK2=/run/sigmig/delta-restored.sock
 start_storm "$SOCK" "$WORK/ledger.1" --no-local --timers 0
 ok $? "sigstorm started (pid $STORM_PID)"
 reply=$(sigmig-ctl "$SOCK" "REQUEUE /nonexistent")
-echo "$reply" | grep -q '"error":"wrong_state"'
-ok $? "REQUEUE into a running process: wrong_state ($reply)"
+echo "$reply" | grep -q '"error":"requeue_failed"' && status_is "$SOCK" running
+ok $? "REQUEUE of a missing file: requeue_failed, still running ($reply)"
 reply=$(sigmig-ctl "$SOCK" FREEZE)
 ok $? "FREEZE: $reply"
 sigsend --pid "$STORM_PID" --log "$WORK/before.log" --count 1500 --rate 0 --std-percent 20 \

@@ -871,26 +871,48 @@ static int requeue_delta(const struct sigmig_image *d, char *err, size_t errlen)
 	return ret;
 }
 
-/*
- * The delta must be in the queue, in order, behind the moved entries; the
- * copy's own timers may have queued entries in between. An entry missing
- * is one the kernel dropped: a standard signal already pending there.
- */
-static int find_delta(const char *what, const struct rawbuf *got, size_t from,
-		      const struct sigmig_queue *want, char *err, size_t errlen)
+static size_t next_entry_of(const struct rawbuf *got, size_t from, int sig)
 {
-	size_t i, j = from;
+	while (from < got->count && got->data[from * SI_MAX_SIZE] != sig)
+		from++;
+	return from;
+}
+
+static int pending_signal(const struct rawbuf *got, int sig)
+{
+	return next_entry_of(got, 0, sig) < got->count;
+}
+
+/*
+ * Every entry must be pending afterwards, in order, from @from (behind the
+ * moved entries of a held copy; the copy's own timers may have queued
+ * entries in between). A standard signal may be missing when one of it was
+ * pending already: the kernel merged them, as it does for any sender
+ * (@merged). Anything else missing was dropped.
+ */
+static int find_forwarded(const char *what, const struct rawbuf *got, size_t from,
+			  const struct sigmig_queue *want, uint64_t *merged,
+			  char *err, size_t errlen)
+{
+	size_t i, j = from, at;
 
 	for (i = 0; i < want->count; i++) {
-		while (j < got->count &&
-		       memcmp(got->data + j * SI_MAX_SIZE, want->entries[i].bytes, SI_MAX_SIZE))
-			j++;
-		if (j == got->count) {
-			snprintf(err, errlen, "verify %s: delta entry %zu (signal %d) is not pending after the requeue",
-				 what, i, want->entries[i].bytes[0]);
-			return -EIO;
+		const uint8_t *e = want->entries[i].bytes;
+
+		for (at = j; at < got->count && memcmp(got->data + at * SI_MAX_SIZE, e,
+						       SI_MAX_SIZE); at++)
+			;
+		if (at < got->count) {
+			j = at + 1;
+			continue;
 		}
-		j++;
+		if (e[0] < SIGRTMIN && pending_signal(got, e[0])) {
+			(*merged)++;
+			continue;
+		}
+		snprintf(err, errlen, "verify %s: entry %zu (signal %d) is not pending after the requeue",
+			 what, i, e[0]);
+		return -EIO;
 	}
 	return 0;
 }
@@ -900,7 +922,8 @@ static size_t moved_count(const struct sigmig_queue *q)
 	return q ? q->count : 0;
 }
 
-static int verify_delta(const struct sigmig_image *d, char *err, size_t errlen)
+static int verify_delta(const struct sigmig_image *d, uint64_t *merged, char *err,
+			size_t errlen)
 {
 	struct rawbuf shared = { 0 };
 	char what[64];
@@ -914,22 +937,23 @@ static int verify_delta(const struct sigmig_image *d, char *err, size_t errlen)
 		snprintf(what, sizeof(what), "verify delta, thread %u", d->threads[i].index);
 		ret = post_delta(t, CMD_PEEK, what, err, errlen);
 		if (!ret)
-			ret = find_delta(what, &t->peek, moved_count(moved ? &moved->pending : NULL),
-					 &d->threads[i].pending, err, errlen);
+			ret = find_forwarded(what, &t->peek,
+					     moved_count(moved ? &moved->pending : NULL),
+					     &d->threads[i].pending, merged, err, errlen);
 		sigmig_rawbuf_free(&t->peek);
 	}
 	if (ret)
 		return ret;
 	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
 	if (!ret)
-		ret = find_delta("shared queue", &shared, rs.image.shared.count, &d->shared,
-				 err, errlen);
+		ret = find_forwarded("shared queue", &shared, rs.image.shared.count,
+				     &d->shared, merged, err, errlen);
 	sigmig_rawbuf_free(&shared);
 	return ret;
 }
 
-int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err,
-				 size_t errlen)
+int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued,
+				 uint64_t *merged, char *err, size_t errlen)
 {
 	struct sigmig_image d;
 	int ret;
@@ -938,11 +962,12 @@ int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err
 	ret = load_delta(path, &d, err, errlen);
 	if (ret)
 		return ret;
+	*merged = 0;
 	ret = requeue_delta(&d, err, errlen);
 	if (!ret)
-		ret = verify_delta(&d, err, errlen);
+		ret = verify_delta(&d, merged, err, errlen);
 	if (!ret) {
-		*requeued = sigmig_image_pending_total(&d);
+		*requeued = sigmig_image_pending_total(&d) - *merged;
 		atomic_fetch_add(&rs.carried, *requeued);
 	}
 	sigmig_image_free(&d);
@@ -950,13 +975,6 @@ int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err
 }
 
 /* ---- forwarded signals, into a copy that runs or is frozen ---- */
-
-static size_t next_entry_of(const struct rawbuf *got, size_t from, int sig)
-{
-	while (from < got->count && got->data[from * SI_MAX_SIZE] != sig)
-		from++;
-	return from;
-}
 
 static int call_requeue_private(struct rt_thread *t)
 {
@@ -1024,43 +1042,6 @@ static int requeue_parked(const struct sigmig_image *d, char *err, size_t errlen
 	return ret;
 }
 
-static int pending_signal(const struct rawbuf *got, int sig)
-{
-	return next_entry_of(got, 0, sig) < got->count;
-}
-
-/*
- * Every entry must be pending afterwards, in order. A standard signal may
- * be missing when one of it was pending already: the kernel merged them,
- * as it does for any sender (@merged).
- */
-static int find_forwarded(const char *what, const struct rawbuf *got,
-			  const struct sigmig_queue *want, uint64_t *merged,
-			  char *err, size_t errlen)
-{
-	size_t i, j = 0, at;
-
-	for (i = 0; i < want->count; i++) {
-		const uint8_t *e = want->entries[i].bytes;
-
-		for (at = j; at < got->count && memcmp(got->data + at * SI_MAX_SIZE, e,
-						       SI_MAX_SIZE); at++)
-			;
-		if (at < got->count) {
-			j = at + 1;
-			continue;
-		}
-		if (e[0] < SIGRTMIN && pending_signal(got, e[0])) {
-			(*merged)++;
-			continue;
-		}
-		snprintf(err, errlen, "verify %s: entry %zu (signal %d) is not pending after the requeue",
-			 what, i, e[0]);
-		return -EIO;
-	}
-	return 0;
-}
-
 static int verify_parked(const struct sigmig_image *d, uint64_t *merged,
 			 char *err, size_t errlen)
 {
@@ -1075,7 +1056,7 @@ static int verify_parked(const struct sigmig_image *d, uint64_t *merged,
 		snprintf(what, sizeof(what), "thread %u", d->threads[i].index);
 		ret = post_delta(t, CMD_PEEK, what, err, errlen);
 		if (!ret)
-			ret = find_forwarded(what, &t->peek, &d->threads[i].pending,
+			ret = find_forwarded(what, &t->peek, 0, &d->threads[i].pending,
 					     merged, err, errlen);
 		sigmig_rawbuf_free(&t->peek);
 	}
@@ -1083,7 +1064,7 @@ static int verify_parked(const struct sigmig_image *d, uint64_t *merged,
 		return ret;
 	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
 	if (!ret)
-		ret = find_forwarded("shared queue", &shared, &d->shared, merged,
+		ret = find_forwarded("shared queue", &shared, 0, &d->shared, merged,
 				     err, errlen);
 	sigmig_rawbuf_free(&shared);
 	return ret;

@@ -45,10 +45,11 @@ void sigmig_restore_status(struct restore_status *st);
  * Control thread, state held: requeue the commit delta in the image file
  * @path (the entries the source's queues gained after its DUMP) behind the
  * restored ones, each from the thread it belongs to, and find every one
- * pending afterwards. -errno and @err when refused or not verified.
+ * pending afterwards (a standard signal that merged into one pending:
+ * @merged). -errno and @err when refused or not verified.
  */
-int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued, char *err,
-				 size_t errlen);
+int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued,
+				 uint64_t *merged, char *err, size_t errlen);
 
 /*
  * Control thread, every registered thread parked (frozen): requeue the

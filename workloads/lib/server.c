@@ -372,10 +372,10 @@ static void do_requeue(int fd, enum rt_state state, const char *path)
 	int ret;
 
 	if (state == RT_HELD) {
-		if (sigmig_restore_requeue_delta(path, &n, err, sizeof(err)))
+		if (sigmig_restore_requeue_delta(path, &n, &merged, err, sizeof(err)))
 			return reply_error(fd, "requeue_failed", err);
-		return reply_line(fd, "{\"ok\":true,\"requeued\":%llu,\"merged\":0}",
-				  (unsigned long long)n);
+		return reply_line(fd, "{\"ok\":true,\"requeued\":%llu,\"merged\":%llu}",
+				  (unsigned long long)n, (unsigned long long)merged);
 	}
 	/* a running copy is parked for the requeue: only its own threads may */
 	if (state == RT_RUNNING && freeze_process(fd, &ns))

@@ -384,22 +384,6 @@ out:
 /* ---- the commit delta ---- */
 
 /*
- * Equal as a queue entry: the kernel raises the overrun of a queued
- * SI_TIMER entry in place when its timer fires again, and changes nothing
- * else in a queued entry.
- */
-static int same_entry(const uint8_t *a, const uint8_t *b)
-{
-	siginfo_t x, y;
-
-	memcpy(&x, a, sizeof(x));
-	memcpy(&y, b, sizeof(y));
-	if (x.si_code == SI_TIMER && y.si_code == SI_TIMER)
-		x.si_overrun = y.si_overrun = 0;
-	return !memcmp(&x, &y, sizeof(x));
-}
-
-/*
  * Where the arrivals since the DUMP start in @now. While every thread is
  * parked with all signals blocked nothing dequeues: a queue only grows at
  * its tail, except that the kernel removes entries in place (a SIGCONT
@@ -413,7 +397,7 @@ static size_t arrivals_start(const struct rawbuf *was, const struct rawbuf *now,
 	size_t i, j = 0;
 
 	for (i = 0; i < was->count && j < now->count; i++)
-		if (same_entry(was->data + i * SI_MAX_SIZE, now->data + j * SI_MAX_SIZE))
+		if (sigmig_same_entry(was->data + i * SI_MAX_SIZE, now->data + j * SI_MAX_SIZE))
 			j++;
 	*removed += was->count - j;
 	return j;
@@ -556,7 +540,7 @@ static int subtract_dumped(const struct rawbuf *was, uint64_t unqueued,
 
 		sig = e[0] & 63;
 		at = next_of(now, e[0], cursor[sig]);
-		if (at < now->count && same_entry(e, now->data + at * SI_MAX_SIZE)) {
+		if (at < now->count && sigmig_same_entry(e, now->data + at * SI_MAX_SIZE)) {
 			taken[at] = 1;
 			cursor[sig] = at + 1;
 		} else {

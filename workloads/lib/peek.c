@@ -5,6 +5,7 @@
  * batches, until the kernel returns 0. Nothing is dequeued.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,6 +35,17 @@ static int rawbuf_reserve(struct rawbuf *b, size_t records)
 	b->data = p;
 	b->cap = records;
 	return 0;
+}
+
+int sigmig_same_entry(const uint8_t *a, const uint8_t *b)
+{
+	siginfo_t x, y;
+
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	if (x.si_code == SI_TIMER && y.si_code == SI_TIMER)
+		x.si_overrun = y.si_overrun = 0;
+	return !memcmp(&x, &y, sizeof(x));
 }
 
 void sigmig_rawbuf_free(struct rawbuf *b)

@@ -36,4 +36,10 @@ int sigmig_drain_queue(enum peek_queue which, struct rawbuf *out, char *err,
 		       size_t errlen);
 void sigmig_rawbuf_free(struct rawbuf *b);
 
+/*
+ * Equal as a queue entry: a peek reports a pending timer's overrun as it
+ * grows, and the kernel changes nothing else in a queued entry.
+ */
+int sigmig_same_entry(const uint8_t *a, const uint8_t *b);
+
 #endif /* SIGMIG_PEEK_H */

@@ -886,7 +886,8 @@ static int pending_signal(const struct rawbuf *got, int sig)
 /*
  * Every entry must be pending afterwards, in order, from @from (behind the
  * moved entries of a held copy; the copy's own timers may have queued
- * entries in between). A standard signal may be missing when one of it was
+ * entries in between); a timer's entry may show a higher overrun (it is
+ * the timer's own and it fired since). A standard signal may be missing when one of it was
  * pending already: the kernel merged them, as it does for any sender
  * (@merged). Anything else missing was dropped.
  */
@@ -899,8 +900,8 @@ static int find_forwarded(const char *what, const struct rawbuf *got, size_t fro
 	for (i = 0; i < want->count; i++) {
 		const uint8_t *e = want->entries[i].bytes;
 
-		for (at = j; at < got->count && memcmp(got->data + at * SI_MAX_SIZE, e,
-						       SI_MAX_SIZE); at++)
+		for (at = j; at < got->count &&
+		     !sigmig_same_entry(got->data + at * SI_MAX_SIZE, e); at++)
 			;
 		if (at < got->count) {
 			j = at + 1;

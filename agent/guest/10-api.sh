@@ -194,9 +194,38 @@ if [ "$IFACE" = true ]; then
 	areq POST "/v1/workloads/$R/thaw"
 	expect "restore hold: thaw resumes it" 200
 	check "restore hold: running after thaw" jq -e '.workload.state == "running" and (.workload.held // false) == false' "$BODY"
-	areq POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream' \
+	# Forwarded batches go into a running copy, each batch of a source once.
+	areq POST "/v1/workloads/$R/requeue?batch=1" -H 'Content-Type: application/octet-stream' \
 		--data-binary "@$WORK/image"
-	expect "requeue into a copy that is not held is 409" 409 wrong_state
+	expect "requeue with a batch but no source is 400" 400 invalid_parameter
+	for q in "source=a/b&batch=1" "source=s&batch=0" "source=s&batch=-1" "source=s&batch=2147483648" \
+		"source=s&batch=1x" "source=$(head -c 65 /dev/zero | tr '\0' a)&batch=1"; do
+		areq POST "/v1/workloads/$R/requeue?$q" -H 'Content-Type: application/octet-stream' \
+			--data-binary "@$WORK/image"
+		expect "requeue?$q is 400" 400 invalid_parameter
+	done
+	areq POST "/v1/workloads/$R/requeue?source=s&batch=1&hold=1" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/image"
+	expect "requeue with an unknown parameter is 400" 400 unknown_parameter
+	areq POST "/v1/workloads/$R/requeue?source=s&batch=1" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/short"
+	expect "a truncated batch is 400 bad_image, nothing requeued" 400 bad_image
+	areq POST "/v1/workloads/$R/requeue?source=api-test&batch=2" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/image"
+	expect "requeue of batch 2 before batch 1 is 409" 409 batch_out_of_order
+	areq POST "/v1/workloads/$R/requeue?source=api-test&batch=1" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/image"
+	expect "requeue of batch 1 into the running copy" 200
+	check "requeue into a running copy: every record requeued or merged ($(jq -c .result "$BODY"), $TOTAL sent)" \
+		jq -e --argjson n "$TOTAL" '.result.requeued + .result.merged == $n and .result.duplicate == false
+			and .workload.state == "running"' "$BODY"
+	areq POST "/v1/workloads/$R/requeue?source=api-test&batch=1" -H 'Content-Type: application/octet-stream' \
+		--data-binary "@$WORK/image"
+	expect "batch 1 again (its answer lost) is acknowledged" 200
+	check "batch 1 again: a duplicate, nothing requeued ($(jq -c .result "$BODY"))" \
+		jq -e '.result.duplicate == true and .result.requeued == 0' "$BODY"
+	areq POST "/v1/workloads/$R/replay"
+	expect "replay of a workload without a spool is 409" 409 nothing_to_replay
 	areq DELETE "/v1/workloads/$R"
 	expect "DELETE the thawed copy" 200
 	restore_image "hold=1&" "POST /v1/restore?hold=1 again"

@@ -22,6 +22,7 @@
 #include "image_json.h"
 #include "log.h"
 #include "metrics.h"
+#include "forward.h"
 #include "migrate.h"
 #include "server.h"
 #include "validate.h"
@@ -509,10 +510,16 @@ out:
 	restore_query_free(&q);
 }
 
-/* A commit delta into a held copy: checked whole before anything changes. */
+static int collect_requeue_query(void *cls, const char *key, const char *value)
+{
+	return requeue_query_add(cls, key, value);
+}
+
+/* Signals for a copy (a commit delta, a forwarded batch): checked whole first. */
 void handle_requeue(struct request *req, struct reply *out)
 {
 	struct workload *w = find_or_404(req, out);
+	struct requeue_query q = { .failed = false };
 	struct sigmig_image img;
 	struct api_error err;
 	json_t *result = NULL;
@@ -520,6 +527,11 @@ void handle_requeue(struct request *req, struct reply *out)
 
 	if (!w)
 		return;
+	request_query_each(req, collect_requeue_query, &q);
+	if (requeue_query_check(&q)) {
+		reply_error(out, req, 400, q.err.code, "%s", q.err.detail);
+		goto out;
+	}
 	if (!req->body_len) {
 		reply_error(out, req, 400, "empty_body",
 			    "send the commit delta (an image) as the request body");
@@ -535,13 +547,35 @@ void handle_requeue(struct request *req, struct reply *out)
 		reply_problem(out, &err, req);
 		goto out;
 	}
-	if (workload_requeue(w, (uint8_t *)req->body, req->body_len, &result, &err))
+	if (workload_requeue(w, (uint8_t *)req->body, req->body_len, q.source,
+			     q.batch, &result, &err))
 		reply_problem(out, &err, req);
 	else
 		reply_json(out, 200, json_pack("{s:o, s:o}", "result", result,
 					       "workload", workload_to_json(w, true)));
 	workload_end_op(w);
 out:
+	workload_put(w);
+}
+
+/* On the source: a migration's spool into its target, then its thaw. */
+void handle_replay(struct request *req, struct reply *out)
+{
+	struct workload *w = find_or_404(req, out);
+	struct api_error err;
+	json_t *result = NULL;
+
+	if (!w)
+		return;
+	if (workload_begin_op(w, 0, &err)) {
+		reply_problem(out, &err, req);
+	} else {
+		if (forward_replay(w, &result, &err))
+			reply_problem(out, &err, req);
+		else
+			reply_json(out, 200, result);
+		workload_end_op(w);
+	}
 	workload_put(w);
 }
 

@@ -20,6 +20,7 @@ void handle_ledger(struct request *req, struct reply *out);
 void handle_log(struct request *req, struct reply *out);
 void handle_restore(struct request *req, struct reply *out);
 void handle_requeue(struct request *req, struct reply *out);
+void handle_replay(struct request *req, struct reply *out);
 void handle_metrics(struct request *req, struct reply *out);
 /* Fault injection for the fault suite; 404 unless SIGMIG_AGENT_FAULTS=1. */
 void handle_debug_fault(struct request *req, struct reply *out);

@@ -59,6 +59,8 @@ static struct {
 	uint64_t signals_dumped;
 	uint64_t signals_requeued;
 	uint64_t signals_carried;
+	uint64_t signals_forwarded;
+	uint64_t signals_spooled;
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void observe(struct histogram *h, double v)
@@ -148,6 +150,20 @@ void metrics_signals_carried(uint64_t n)
 {
 	pthread_mutex_lock(&m.lock);
 	m.signals_carried += n;
+	pthread_mutex_unlock(&m.lock);
+}
+
+void metrics_signals_forwarded(uint64_t n)
+{
+	pthread_mutex_lock(&m.lock);
+	m.signals_forwarded += n;
+	pthread_mutex_unlock(&m.lock);
+}
+
+void metrics_signals_spooled(uint64_t n)
+{
+	pthread_mutex_lock(&m.lock);
+	m.signals_spooled += n;
 	pthread_mutex_unlock(&m.lock);
 }
 
@@ -250,10 +266,18 @@ char *metrics_render(size_t *len)
 		"sigmig_agent_signals_requeued_total %llu\n"
 		"# HELP sigmig_agent_signals_carried_total Signals that reached a migrating original after its dump, carried to the target at commit.\n"
 		"# TYPE sigmig_agent_signals_carried_total counter\n"
-		"sigmig_agent_signals_carried_total %llu\n",
+		"sigmig_agent_signals_carried_total %llu\n"
+		"# HELP sigmig_agent_signals_forwarded_total Signals a forwarding original took off its queues after the cutover and the target acknowledged.\n"
+		"# TYPE sigmig_agent_signals_forwarded_total counter\n"
+		"sigmig_agent_signals_forwarded_total %llu\n"
+		"# HELP sigmig_agent_signals_spooled_total Signals kept in a spool on the source because the target could not take them.\n"
+		"# TYPE sigmig_agent_signals_spooled_total counter\n"
+		"sigmig_agent_signals_spooled_total %llu\n",
 		(unsigned long long)m.signals_dumped,
 		(unsigned long long)m.signals_requeued,
-		(unsigned long long)m.signals_carried);
+		(unsigned long long)m.signals_carried,
+		(unsigned long long)m.signals_forwarded,
+		(unsigned long long)m.signals_spooled);
 	render_phases(f);
 	pthread_mutex_unlock(&m.lock);
 	if (fclose(f)) {

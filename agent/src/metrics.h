@@ -24,6 +24,8 @@ void metrics_phase(enum migration_phase phase, double seconds);
 void metrics_signals_dumped(uint64_t n);
 void metrics_signals_requeued(uint64_t n);
 void metrics_signals_carried(uint64_t n);
+void metrics_signals_forwarded(uint64_t n);
+void metrics_signals_spooled(uint64_t n);
 void metrics_restore(const char *result);
 
 /* malloc()ed text/plain; version=0.0.4 page, NULL on allocation failure. */

@@ -17,10 +17,9 @@
 #include "clock.h"
 #include "httpc.h"
 #include "log.h"
+#include "forward.h"
 #include "metrics.h"
 #include "migrate.h"
-
-#define CARRY_RETRY_MS	500
 
 /*
  * Consecutive phases: each ends where the next begins, so that they add
@@ -99,102 +98,42 @@ static const char *target_id(json_t *remote)
 	return id && workload_id_valid(id) ? id : NULL;
 }
 
-/*
- * After COMMIT: resume the held copy. Returns its workload document, or
- * NULL with @problem set; the original is gone, never thaw it now.
- */
 static json_t *thaw_target(const struct migrate_request *req, const char *id,
 			   char *problem, size_t len)
 {
-	struct http_result res;
-	json_t *doc = NULL, *workload = NULL;
-	char path[64], why[256];
-
-	snprintf(path, sizeof(path), "/v1/workloads/%s/thaw", id);
-	if (httpc_request("POST", &req->target, path, req->token,
-			  "application/json", NULL, 0, req->timeout_ms,
-			  MIGRATE_STALL_MS, &res)) {
-		snprintf(why, sizeof(why), "failed (%s: %s)", res.failed_phase,
-			 strerror(res.error));
-	} else {
-		doc = res.body ? json_loads(res.body, 0, NULL) : NULL;
-		if (res.status >= 200 && res.status <= 299)
-			workload = json_incref(json_object_get(doc, "workload"));
-		snprintf(why, sizeof(why), "answered %u: %.200s", res.status,
-			 res.body ? res.body : "");
-		json_decref(doc);
-		http_result_free(&res);
-	}
-	if (!workload)
-		snprintf(problem, len, "committed, but thawing %s on %s %s: it "
-			 "stays frozen there; POST /v1/workloads/%s/thaw on the "
-			 "target to resume it", id, req->target_text, why, id);
-	return workload;
-}
-
-/* One POST of the delta: 0 requeued, 1 no answer (worth retrying), -1 refused. */
-static int post_delta(const struct migrate_request *req, const char *id,
-		      const struct ctl_reply *delta, char *why, size_t len)
-{
-	struct http_result res;
-	char path[64];
-	int ret;
-
-	snprintf(path, sizeof(path), "/v1/workloads/%s/requeue", id);
-	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
-		       delta->payload, delta->payload_len, req->timeout_ms,
-		       MIGRATE_STALL_MS, &res)) {
-		snprintf(why, len, "%s: %s", res.failed_phase, strerror(res.error));
-		http_result_free(&res);
-		return 1;
-	}
-	ret = res.status >= 200 && res.status <= 299 ? 0 : -1;
-	if (ret)
-		snprintf(why, len, "answered %u: %.200s", res.status,
-			 res.body ? res.body : "");
-	http_result_free(&res);
-	return ret;
+	return forward_thaw_target(&req->target, req->target_text, req->token,
+				   req->timeout_ms, id, problem, len);
 }
 
 /*
  * What the original's queues gained after the DUMP goes into the held copy
- * before it resumes, behind the moved signals. Retried while the target
- * does not answer, for timeout_ms. What cannot be delivered is kept here
- * (the spool) and the copy stays held: resumed without it, those signals
- * would come after later ones, and POST .../requeue of the spool, then
- * thaw, completes the move.
+ * before it resumes, behind the moved signals: batch 1 of the forwarder,
+ * retried while the target does not answer, for timeout_ms. What cannot
+ * be delivered is spooled here and the copy stays held: resumed without
+ * it, those signals would come after later ones. POST .../replay on this
+ * agent sends the spool and thaws the copy.
  */
-static int carry_delta(struct workload *w, const struct migrate_request *req,
-		       const char *id, const struct ctl_reply *delta,
-		       char *problem, size_t len, char *spool, size_t spool_len)
+static int carry_delta(struct forwarder *f, const struct migrate_request *req,
+		       const char *src, const char *id, struct ctl_reply *delta,
+		       uint64_t carried, char *problem, size_t len)
 {
-	double deadline = clock_mono_s() + req->timeout_ms / 1e3;
-	struct api_error err;
-	char why[320];
-	int ret;
-
-	while ((ret = post_delta(req, id, delta, why, sizeof(why))) == 1 &&
-	       clock_mono_s() + CARRY_RETRY_MS / 1e3 < deadline)
-		clock_sleep_ms(CARRY_RETRY_MS);
-	if (!ret)
+	if (!forwarder_put(f, delta, carried, req->timeout_ms))
 		return 0;
-	if (workload_spool(w, "commit-delta", delta->payload, delta->payload_len,
-			   spool, spool_len, &err)) {
-		log_error("migrate %s: the commit delta is lost: %s", workload_id(w),
-			  err.detail);
-		spool[0] = '\0';
+	forwarder_spool_rest(f);
+	if (!forwarder_spooled(f)) {
 		snprintf(problem, len, "committed, but the signals that reached the "
 			 "original after its dump could not be requeued into %s on "
-			 "%s (%s) nor kept on the source (%.200s)", id,
-			 req->target_text, why, err.detail);
+			 "%s nor kept on the source (see the agent's log)", id,
+			 req->target_text);
 		return -1;
 	}
+	if (req->resume_target)
+		forwarder_thaw_after_replay(f);
 	snprintf(problem, len, "committed, but the signals that reached the "
-		 "original after its dump could not be requeued into %s on %s "
-		 "(%s): kept in %s on the source; %s stays frozen there until "
-		 "POST /v1/workloads/%s/requeue with that file, then "
-		 "/v1/workloads/%s/thaw", id, req->target_text, why, spool, id,
-		 id, id);
+		 "original after its dump could not be requeued into %s on %s: "
+		 "kept in %s on the source; %s stays frozen there until POST "
+		 "/v1/workloads/%s/replay on the source sends them (and thaws it)",
+		 id, req->target_text, forwarder_first_spool(f), id, src);
 	return -1;
 }
 
@@ -322,18 +261,50 @@ static void record_phases(const struct timings *t, bool resumed)
 	metrics_phase(PHASE_DOWNTIME, t->downtime);
 }
 
+/*
+ * The original after B's answer: a forwarder when asked (FORWARD), else,
+ * or when it cannot become one, committed (COMMIT) as it ends.
+ */
+static bool end_original(struct workload *w, const struct migrate_request *req,
+			 json_t **commit, struct ctl_reply *delta, bool *forwarding)
+{
+	*forwarding = false;
+	if (req->forward_ms && workload_forward(w, commit, delta)) {
+		*forwarding = true;
+		return true;
+	}
+	if (req->forward_ms) {
+		log_warn("migrate %s: FORWARD failed, committing without forwarding",
+			 workload_id(w));
+		json_decref(*commit);
+	}
+	return workload_commit(w, commit, delta);
+}
+
+static void add_forward_json(json_t *result, const struct migrate_request *req,
+			     const struct forwarder *f, bool forwarding, double lease_s)
+{
+	json_t *o = f ? forwarder_json(f) : json_object();
+
+	json_object_set_new(o, "lease_ms", json_integer(forwarding ? req->forward_ms : 0));
+	json_object_set_new(o, "ran_ms", json_real(lease_s * 1e3));
+	json_object_set_new(result, "forward", o);
+}
+
 int migrate_workload(struct workload *w, const struct migrate_request *req,
 		     json_t **result, struct api_error *err)
 {
 	struct timings t = { .start = clock_mono_s() };
+	struct forwarder *fwd = NULL;
 	struct ctl_reply dump;
 	struct http_result res;
 	json_t *commit = NULL, *remote, *running = NULL;
-	char problem[2048] = "", spool[512] = "";
+	char problem[2048] = "";
 	const char *id, *problem_code = "target_thaw_failed";
 	struct ctl_reply delta;
 	json_int_t carried;
-	bool acked;
+	bool acked, forwarding, spooled = false;
+	double lease_s = 0;
 
 	t.mark = t.start;
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
@@ -350,9 +321,11 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	}
 	remote = json_loads(res.body ? res.body : "", 0, NULL);
 	id = target_id(remote);
-	if (!id) {
+	fwd = id ? forwarder_new(w, req, id) : NULL;
+	if (!fwd) {
 		/* Cannot thaw what we cannot name: keep the original. */
-		api_error_set(err, 502, "target_rejected",
+		api_error_set(err, 502, "target_rejected", id ?
+			      "out of memory for the commit" :
 			      "the target answered %u without a workload id",
 			      res.status);
 		json_decref(remote);
@@ -360,14 +333,16 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		ctl_reply_free(&dump);
 		return abort_migration(w, err);
 	}
-	acked = workload_commit(w, &commit, &delta);
+	acked = end_original(w, req, &commit, &delta, &forwarding);
 	if (!acked)	/* it may still run: gone before the copy resumes */
 		workload_commit_settle(w, req->target_text, commit);
 	carried = json_integer_value(json_object_get(commit, "carried"));
 	if (delta.payload && carried > 0 &&
-	    carry_delta(w, req, id, &delta, problem, sizeof(problem), spool,
-			sizeof(spool)))
+	    carry_delta(fwd, req, workload_id(w), id, &delta, (uint64_t)carried,
+			problem, sizeof(problem))) {
 		problem_code = "commit_delta_spooled";
+		spooled = true;
+	}
 	ctl_reply_free(&delta);
 	t.commit = phase_end(&t);
 	/*
@@ -378,6 +353,11 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		running = thaw_target(req, id, problem, sizeof(problem));
 	t.resume = phase_end(&t);
 	t.downtime = t.mark - t.start;
+	/* the copy runs: what reaches the original now goes after it */
+	if (forwarding) {
+		forwarder_lease(fwd, req->forward_ms, commit, &acked);
+		lease_s = clock_mono_s() - t.mark;
+	}
 	/* COMMIT acknowledged: the original's exit is not part of the downtime */
 	if (acked)
 		workload_commit_settle(w, req->target_text, commit);
@@ -390,19 +370,21 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	*result = success_json(w, req, &dump, remote, commit, &t);
 	json_object_set_new(*result, "target_resumed", json_boolean(running));
 	json_object_set_new(*result, "carried_at_commit", json_integer(carried));
+	add_forward_json(*result, req, fwd, forwarding, lease_s);
 	if (carried > 0)
 		metrics_signals_carried((uint64_t)carried);
 	if (problem[0])
 		json_object_set_new(*result, "problem", json_pack(
 			"{s:s, s:s, s:s}", "code", problem_code,
 			"target_state", "frozen", "detail", problem));
-	if (spool[0])
+	if (spooled)
 		json_object_set_new(json_object_get(*result, "problem"), "spool",
-				    json_string(spool));
+				    json_string(forwarder_first_spool(fwd)));
 	record_phases(&t, running != NULL);
 	metrics_migration("committed");
 	log_info("migrate %s committed to %s, downtime %.1f ms", workload_id(w),
 		 req->target_text, t.downtime * 1e3);
+	forwarder_done(fwd);
 	http_result_free(&res);
 	ctl_reply_free(&dump);
 	return 0;

@@ -9,11 +9,10 @@
 
 #include <jansson.h>
 
+#include "forward.h"
 #include "problem.h"
 #include "validate.h"
 #include "workload.h"
-
-#define MIGRATE_STALL_MS	15000
 
 /* The caller holds the workload's operation (workload_begin_op). */
 int migrate_workload(struct workload *w, const struct migrate_request *req,

@@ -25,6 +25,8 @@ const struct route agent_routes[] = {
 	{ "/v1/workloads/{id}/migrate", { { M_POST, handle_migrate, BODY_JSON, AUTH_BY_METHOD } } },
 	{ "/v1/workloads/{id}/requeue",
 	  { { M_POST, handle_requeue, BODY_IMAGE, AUTH_BY_METHOD } } },
+	{ "/v1/workloads/{id}/replay",
+	  { { M_POST, handle_replay, BODY_NONE, AUTH_BY_METHOD } } },
 	{ "/v1/workloads/{id}/ledger", { { M_GET, handle_ledger, BODY_NONE, AUTH_BY_METHOD } } },
 	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE, AUTH_BY_METHOD } } },
 	{ "/v1/restore", { { M_POST, handle_restore, BODY_IMAGE, AUTH_BY_METHOD } } },

@@ -232,6 +232,60 @@ void restore_query_free(struct restore_query *q)
 	workload_args_free(&q->args);
 }
 
+static bool source_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n < sizeof(((struct requeue_query *)0)->source) &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789._:-") == n;
+}
+
+static int requeue_fail(struct requeue_query *q, const char *code,
+			const char *detail)
+{
+	q->failed = true;
+	return fail(&q->err, code, "%s", detail);
+}
+
+int requeue_query_add(struct requeue_query *q, const char *key,
+		      const char *value)
+{
+	char *end;
+
+	if (q->failed)
+		return -1;
+	if (strcmp(key, "source") == 0) {
+		if (!source_valid(value))
+			return requeue_fail(q, "invalid_parameter",
+					    "source: 1-64 of [A-Za-z0-9._:-]");
+		strcpy(q->source, value);
+		return 0;
+	}
+	if (strcmp(key, "batch") == 0) {
+		errno = 0;
+		q->batch = value[0] >= '1' && value[0] <= '9' ?
+			   strtoul(value, &end, 10) : 0;
+		if (!q->batch || errno || *end || q->batch > REQUEUE_BATCH_MAX)
+			return requeue_fail(q, "invalid_parameter",
+					    "batch: an integer 1-2147483647");
+		return 0;
+	}
+	q->failed = true;
+	return fail(&q->err, "unknown_parameter", "unknown query parameter \"%.64s\"",
+		    key);
+}
+
+int requeue_query_check(struct requeue_query *q)
+{
+	if (q->failed)
+		return -1;
+	if (!q->source[0] != !q->batch)
+		return requeue_fail(q, "invalid_parameter",
+				    "source and batch go together, or neither");
+	return 0;
+}
+
 static json_t *parse_object(const char *body, size_t len, struct verror *err)
 {
 	json_error_t jerr;
@@ -440,11 +494,24 @@ static int parse_timeout(json_t *value, unsigned int *out, struct verror *err)
 	return 0;
 }
 
+static int parse_forward(json_t *value, unsigned int *out, struct verror *err)
+{
+	json_int_t v;
+
+	if (!json_is_integer(value))
+		return fail(err, "invalid_field", "forward_ms: must be an integer");
+	v = json_integer_value(value);
+	if (v < 0 || v > FORWARD_MS_MAX)
+		return fail(err, "invalid_field", "forward_ms: must be 0-%d", FORWARD_MS_MAX);
+	*out = (unsigned int)v;
+	return 0;
+}
+
 int parse_migrate_request(const char *body, size_t len,
 			  struct migrate_request *req, struct verror *err)
 {
 	static const char *const known[] = { "target", "token", "timeout_ms",
-					     "resume_target", NULL };
+					     "resume_target", "forward_ms", NULL };
 	json_t *root, *value;
 	const char *url;
 	int ret = -1;
@@ -452,6 +519,7 @@ int parse_migrate_request(const char *body, size_t len,
 	memset(req, 0, sizeof(*req));
 	req->timeout_ms = MIGRATE_TIMEOUT_MS_DEFAULT;
 	req->resume_target = true;
+	req->forward_ms = FORWARD_MS_DEFAULT;
 	root = parse_object(body, len, err);
 	if (!root)
 		return -1;
@@ -485,6 +553,9 @@ int parse_migrate_request(const char *body, size_t len,
 	}
 	if (value)
 		req->resume_target = json_is_true(value);
+	value = json_object_get(root, "forward_ms");
+	if (value && parse_forward(value, &req->forward_ms, err))
+		goto out;
 	ret = 0;
 out:
 	json_decref(root);

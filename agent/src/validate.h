@@ -19,6 +19,8 @@
 #define MIGRATE_TIMEOUT_MS_DEFAULT	120000
 #define MIGRATE_TIMEOUT_MS_MIN		100
 #define MIGRATE_TIMEOUT_MS_MAX		3600000
+#define FORWARD_MS_DEFAULT		2000
+#define FORWARD_MS_MAX			600000
 
 /* Why a request was refused: a stable code and a human sentence. */
 struct verror {
@@ -48,6 +50,7 @@ struct migrate_request {
 	char token[TOKEN_LEN_MAX + 1];		/* "" when none */
 	unsigned int timeout_ms;
 	bool resume_target;	/* false: leave the copy held (frozen) on B */
+	unsigned int forward_ms;	/* the original forwards for this long; 0: exits */
 };
 
 /* "w" followed by 1-9 digits without a leading zero. */
@@ -82,6 +85,23 @@ struct restore_query {
 int restore_query_add(struct restore_query *q, const char *key,
 		      const char *value);
 void restore_query_free(struct restore_query *q);
+
+/*
+ * The query of POST /v1/workloads/{id}/requeue: ?source=S&batch=N names a
+ * batch of a forwarding source, so that a retried batch is taken once.
+ */
+#define REQUEUE_BATCH_MAX	2147483647UL
+struct requeue_query {
+	char source[65];	/* "": an unnamed requeue */
+	unsigned long batch;
+	struct verror err;
+	bool failed;
+};
+
+int requeue_query_add(struct requeue_query *q, const char *key,
+		      const char *value);
+/* After the last pair: both or neither. 0, or -1 with q->err. */
+int requeue_query_check(struct requeue_query *q);
 
 /* Parse a POST /v1/workloads body. 0, or -1 with @err filled. */
 int parse_start_request(const char *body, size_t len, struct start_request *req,

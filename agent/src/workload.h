@@ -89,16 +89,29 @@ int workload_snapshot(struct workload *w, const char *verb,
  */
 bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delta);
 /*
+ * The same, but FORWARD: the original stays, parked, as a forwarder, its
+ * commit delta dequeued; workload_drain() takes what arrives next off its
+ * queues (DRAIN: @signals of them in @drained's image) and
+ * workload_commit() the last of it as it ends the forwarder. False: the
+ * runtime did not become a forwarder (COMMIT it).
+ */
+bool workload_forward(struct workload *w, json_t **result, struct ctl_reply *delta);
+int workload_drain(struct workload *w, struct ctl_reply *drained, uint64_t *signals,
+		   struct api_error *err);
+/*
  * The original's end: its exit waited for (SIGKILL if it does not come),
  * the exit window recorded into @result (exit_window), the workload marked
  * migrated to @target.
  */
 void workload_commit_settle(struct workload *w, const char *target, json_t *result);
 /*
- * Into a copy held after its restore: the commit delta @delta (an image),
- * requeued behind the restored signals by its runtime (REQUEUE).
+ * Signals that reached the original after its DUMP (@delta, an image)
+ * into the copy: held, behind the restored signals; running or frozen,
+ * behind what is pending (REQUEUE). With @source, batch @batch of that
+ * forwarding source: taken once, in order (409 batch_out_of_order).
  */
 int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
+		     const char *source, unsigned long batch,
 		     json_t **result, struct api_error *err);
 /* @data kept in the state directory as <id>-<what>.image, named in @path. */
 int workload_spool(struct workload *w, const char *what, const uint8_t *data,

@@ -174,7 +174,8 @@ static void record_exit_window(struct workload *w, json_t *result)
 			    "from_ns", from, "to_ns", to, "ms", (to - from) / 1e6));
 }
 
-bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delta)
+static bool end_with(struct workload *w, const char *verb, json_t **result,
+		     struct ctl_reply *delta)
 {
 	struct api_error err;
 	struct ctl_reply reply;
@@ -182,7 +183,7 @@ bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delt
 	memset(delta, 0, sizeof(*delta));
 	*result = json_pack("{s:s, s:i, s:i, s:i}", "method", "commit",
 			    "carried", 0, "removed", 0, "timers", 0);
-	if (workload_ctl(w, "COMMIT", CTL_TIMEOUT_MS, &reply, &err)) {
+	if (workload_ctl(w, verb, CTL_TIMEOUT_MS, &reply, &err)) {
 		json_object_set_new(*result, "method", json_string("killed"));
 		return false;
 	}
@@ -192,6 +193,28 @@ bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delt
 	wl_unlock();
 	take_delta(&reply, delta, *result);
 	return true;
+}
+
+bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delta)
+{
+	return end_with(w, "COMMIT", result, delta);
+}
+
+bool workload_forward(struct workload *w, json_t **result, struct ctl_reply *delta)
+{
+	if (!end_with(w, "FORWARD", result, delta))
+		return false;
+	json_object_set_new(*result, "method", json_string("forward"));
+	return true;
+}
+
+int workload_drain(struct workload *w, struct ctl_reply *drained, uint64_t *signals,
+		   struct api_error *err)
+{
+	if (workload_ctl(w, "DRAIN", CTL_TIMEOUT_MS, drained, err))
+		return -1;
+	*signals = (uint64_t)json_integer_value(json_object_get(drained->json, "carried"));
+	return 0;
 }
 
 void workload_commit_settle(struct workload *w, const char *target, json_t *result)
@@ -218,17 +241,58 @@ int workload_spool(struct workload *w, const char *what, const uint8_t *data,
 	return wl_write_file(path, data, len, err);
 }
 
+/*
+ * A batch of a forwarding source is taken once and in order: a retry of
+ * one already taken (its answer was lost) is acknowledged without a
+ * second requeue, a gap refused. 1: already taken, 0: take it, -1: @err.
+ */
+static int check_batch(struct workload *w, const char *source, unsigned long batch,
+		       struct api_error *err)
+{
+	bool same;
+	unsigned long last;
+
+	if (!source || !source[0])
+		return 0;
+	wl_lock();
+	same = strcmp(w->requeue_source, source) == 0;
+	last = same ? w->requeue_batch : 0;
+	wl_unlock();
+	if (batch <= last)
+		return 1;
+	if (batch != last + 1)
+		return api_error_set(err, 409, "batch_out_of_order",
+				     "%s: batch %lu of %s, expected %lu: an earlier "
+				     "batch is missing", w->id, batch, source, last + 1);
+	return 0;
+}
+
+static void took_batch(struct workload *w, const char *source, unsigned long batch)
+{
+	if (!source || !source[0])
+		return;
+	wl_lock();
+	snprintf(w->requeue_source, sizeof(w->requeue_source), "%s", source);
+	w->requeue_batch = batch;
+	wl_unlock();
+}
+
 int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
+		     const char *source, unsigned long batch,
 		     json_t **result, struct api_error *err)
 {
 	char verb[STATE_PATH_MAX + 16], path[STATE_PATH_MAX];
 	struct ctl_reply reply;
 	int ret;
 
-	if (!wl_is_held(w))
-		return api_error_set(err, 409, "wrong_state",
-				     "%s is not a copy held after its restore: a "
-				     "commit delta goes into a held copy only", w->id);
+	ret = check_batch(w, source, batch, err);
+	if (ret < 0)
+		return -1;
+	if (ret) {
+		*result = json_pack("{s:i, s:i, s:b}", "requeued", 0, "merged", 0,
+				    "duplicate", 1);
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/%s-delta.image", wl_config()->state_dir, w->id);
 	if (wl_write_file(path, delta, len, err))
 		return -1;
@@ -242,8 +306,12 @@ int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
 		}
 		return -1;
 	}
-	*result = json_pack("{s:I}", "requeued",
-			    json_integer_value(json_object_get(reply.json, "requeued")));
+	took_batch(w, source, batch);
+	*result = json_pack("{s:I, s:I, s:b}", "requeued",
+			    json_integer_value(json_object_get(reply.json, "requeued")),
+			    "merged",
+			    json_integer_value(json_object_get(reply.json, "merged")),
+			    "duplicate", 0);
 	ctl_reply_free(&reply);
 	return 0;
 }

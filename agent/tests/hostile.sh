@@ -185,7 +185,9 @@ check "every prefix and = spelling of an agent-owned option is 400 ($refused of 
 # ---------------------------------------------------------------- no or wrong token, cross-site bodies
 routes=(POST:/v1/workloads DELETE:/v1/workloads/w1 POST:/v1/workloads/w1/freeze
 	POST:/v1/workloads/w1/thaw POST:/v1/workloads/w1/checkpoint
-	POST:/v1/workloads/w1/migrate POST:/v1/restore GET:/v1/workloads/w1/signals)
+	POST:/v1/workloads/w1/migrate POST:/v1/restore GET:/v1/workloads/w1/signals
+	POST:/v1/workloads/w1/requeue POST:/v1/workloads/w1/replay
+	'POST:/v1/workloads/w1/requeue?source=s&batch=1')
 for r in "${routes[@]}"; do
 	call "${r%%:*}" "${r#*:}"
 	expect "${r%%:*} ${r#*:} without a token" 401 unauthorized
@@ -196,6 +198,20 @@ for limit in 100001 1000000 99999999999999999999 1e9 -1; do
 	acall GET "/v1/workloads/w1/signals?limit=$limit"
 	expect "GET signals?limit=$limit (it freezes and grows with limit)" 400 invalid_parameter
 done
+# The forwarding verbs. Their queries are checked in the guest (agent/guest/
+# 10-api.sh): here, without the kernel interface, a requeue is refused
+# before its body is read, whatever it says; a replay needs a spool.
+acall POST "/v1/workloads/w1/requeue?source=../../etc&batch=-1" -H 'Content-Type: application/octet-stream' \
+	--data-binary @"$WL/../tests/host/tap.h"
+expect "requeue on a kernel without the interface" 503 kernel_unsupported
+# (started past call(), which stops what an attack started)
+fwd=$(curl -sS -m 30 -H @"$WORK/auth" "${JSON[@]}" -d '{"program":"sigstorm","control":false}' \
+	"$BASE/v1/workloads" | jq -r '.id // empty')
+acall POST "/v1/workloads/${fwd:-w0}/replay"
+expect "replay of a workload that left no spool" 409 nothing_to_replay
+[ -z "$fwd" ] || curl -s -m 30 -o /dev/null -X DELETE -H @"$WORK/auth" "$BASE/v1/workloads/$fwd" || true
+acall POST /v1/workloads/w999999/replay
+expect "replay of an unknown workload" 404 unknown_workload
 form='{"program":"sigstorm","control":false}'
 acall POST /v1/workloads -d "$form"
 expect "a form-urlencoded body (what a cross-site form sends)" 415 unsupported_media_type

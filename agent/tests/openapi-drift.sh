@@ -68,6 +68,8 @@ jq -c '{result: "committed", workload: "w1", target: "http://10.99.0.2:8080", ta
 	target_resumed: true, signals: 2, image_bytes: 4200, carried_at_commit: 1,
 	commit: {method: "commit", carried: 1, removed: 0, timers: 0,
 	        exit_window: {from_ns: 1796396913670589400, to_ns: 1796396913719716900, ms: 49.1}},
+	forward: {source: "w1.120", drains: 19, batches: 12, forwarded: 340, merged: 3, spooled: 0,
+		  spool: [], lease_ms: 2000, ran_ms: 2104.5},
 	timings: {freeze_ms: 0.4, dump_ms: 21.0, transfer_ms: 80.2, restore_ms: 160.9,
 	          commit_ms: 3.1, resume_ms: 0.0, downtime_ms: 265.6}}' "$WORK/workload.json" >"$WORK/migrate.json"
 echo '{"status":"ok","version":"0.1.0","uptime_s":42,"workloads":1}' >"$WORK/health.json"
@@ -94,6 +96,8 @@ mutate "$WORK/signals.json" '.shared.signals[0].raw |= .[2:]' "$WORK/d4.json"
 drifts "a record whose raw is not 128 bytes" '$.shared.signals[0].raw' GET /v1/workloads/w1/signals 200 "$WORK/d4.json"
 mutate "$WORK/migrate.json" '.timings.downtime_ns = 265600000 | del(.timings.downtime_ms)' "$WORK/d5.json"
 drifts "migrate timings in another unit (downtime_ns)" '$.timings' POST /v1/workloads/w1/migrate 200 "$WORK/d5.json"
+mutate "$WORK/migrate.json" '.forward.spool = ["/run/sigmig/w1-forward-2.image"]' "$WORK/d7.json"
+drifts "a spool entry without its batch number" '$.forward.spool[0]' POST /v1/workloads/w1/migrate 200 "$WORK/d7.json"
 mutate "$WORK/migrate.json" '.target_workload.pid = "311"' "$WORK/d6.json"
 drifts "a pid as a string" "\$.target_workload.pid: '311' is not of type 'integer'" POST /v1/workloads/w1/migrate 200 "$WORK/d6.json"
 mutate "$WORK/problem.json" '.code = "frozen_already"' "$WORK/d7.json"

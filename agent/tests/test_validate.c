@@ -161,6 +161,56 @@ static void test_migrate_request(void)
 	   "migrate: resume_target must be a boolean");
 	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"x\":1}", &req), "unknown_field"),
 	   "migrate: unknown member refused");
+	ok(!strcmp(migrate_code("{\"target\":\"http://b\"}", &req), "ok") &&
+	   req.forward_ms == FORWARD_MS_DEFAULT, "migrate: the original forwards by default");
+	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"forward_ms\":0}", &req), "ok") &&
+	   req.forward_ms == 0, "migrate: forward_ms 0, no forwarding");
+	ok(!strcmp(migrate_code("{\"target\":\"http://b\",\"forward_ms\":-1}", &req), "invalid_field") &&
+	   !strcmp(migrate_code("{\"target\":\"http://b\",\"forward_ms\":600001}", &req),
+		   "invalid_field") &&
+	   !strcmp(migrate_code("{\"target\":\"http://b\",\"forward_ms\":1.5}", &req),
+		   "invalid_field"),
+	   "migrate: forward_ms range and type");
+}
+
+/* "ok" or the error code of the query @pairs (key, value, ..., NULL). */
+static const char *requeue_code(struct requeue_query *q, const char *const *pairs)
+{
+	memset(q, 0, sizeof(*q));
+	for (; pairs[0]; pairs += 2)
+		if (requeue_query_add(q, pairs[0], pairs[1]))
+			return q->err.code;
+	return requeue_query_check(q) ? q->err.code : "ok";
+}
+
+static void test_requeue_query(void)
+{
+	static const char *const good[] = { "source", "w3.120", "batch", "7", NULL };
+	static const char *const none[] = { NULL };
+	static const char *const alone[] = { "batch", "2", NULL };
+	static const char *const zero[] = { "source", "s", "batch", "0", NULL };
+	static const char *const big[] = { "source", "s", "batch", "2147483648", NULL };
+	static const char *const sign[] = { "source", "s", "batch", "+3", NULL };
+	static const char *const junk[] = { "source", "s", "batch", "3x", NULL };
+	static const char *const slash[] = { "source", "../x", "batch", "1", NULL };
+	static const char *const other[] = { "hold", "1", NULL };
+	struct requeue_query q;
+
+	ok(!strcmp(requeue_code(&q, good), "ok") && !strcmp(q.source, "w3.120") && q.batch == 7,
+	   "requeue query: source and batch parsed");
+	ok(!strcmp(requeue_code(&q, none), "ok") && !q.source[0] && !q.batch,
+	   "requeue query: none, an unnamed requeue");
+	ok(!strcmp(requeue_code(&q, alone), "invalid_parameter"),
+	   "requeue query: batch without source refused");
+	ok(!strcmp(requeue_code(&q, zero), "invalid_parameter") &&
+	   !strcmp(requeue_code(&q, big), "invalid_parameter") &&
+	   !strcmp(requeue_code(&q, sign), "invalid_parameter") &&
+	   !strcmp(requeue_code(&q, junk), "invalid_parameter"),
+	   "requeue query: batch 0, too big, signed or with junk refused");
+	ok(!strcmp(requeue_code(&q, slash), "invalid_parameter"),
+	   "requeue query: a source with a slash refused");
+	ok(!strcmp(requeue_code(&q, other), "unknown_parameter"),
+	   "requeue query: unknown parameter refused");
 }
 
 static void test_bearer(void)
@@ -261,6 +311,7 @@ int main(void)
 	test_start_request();
 	test_many_args();
 	test_migrate_request();
+	test_requeue_query();
 	test_bearer();
 	test_sizes_and_listen();
 	test_routes();

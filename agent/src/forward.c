@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Forwarding what reaches the original after the cutover (forward.h).
+ * Batches are immutable once numbered: a retry sends the same bytes with
+ * the same number, so the target can tell a retry whose first answer was
+ * lost from a new batch and takes each once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "forward.h"
+#include "httpc.h"
+#include "log.h"
+#include "metrics.h"
+
+#define FORWARD_POLL_MS		100	/* how often the forwarder is drained */
+#define FORWARD_ATTEMPT_MS	2000	/* one post during the lease */
+#define FORWARD_RETRY_MS	200
+#define FORWARD_FINAL_MS	10000	/* after the lease, for what is left */
+#define KEPT_MAX		32	/* forwarders kept for a replay */
+#define SPOOL_FILE_MAX		(64u << 20)
+
+struct batch {
+	unsigned long n;	/* 1: the commit delta */
+	uint8_t *image;
+	size_t len;
+	uint64_t signals;
+	char path[512];		/* its spool file, written before the first post */
+};
+
+struct spool_file {
+	unsigned long n;
+	char path[512];
+	uint64_t signals;
+};
+
+struct forwarder {
+	struct workload *w;	/* during the migration only */
+	char wid[16];
+	struct target_url target;
+	char target_text[TARGET_HOST_MAX + 32];
+	char token[TOKEN_LEN_MAX + 1];
+	unsigned int timeout_ms;
+	char target_id[16];
+	char source[65];
+	unsigned long made;
+	struct batch *out;	/* made, not acknowledged, in order */
+	size_t nout;
+	bool refused;
+	bool thaw_after_replay;
+	uint64_t drains, batches, forwarded, merged, spooled;
+	struct spool_file *spool;
+	size_t nspool;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct forwarder *kept[KEPT_MAX];
+} reg = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct forwarder *forwarder_new(struct workload *w, const struct migrate_request *req,
+				const char *target_id)
+{
+	struct forwarder *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->w = w;
+	snprintf(f->wid, sizeof(f->wid), "%s", workload_id(w));
+	f->target = req->target;
+	snprintf(f->target_text, sizeof(f->target_text), "%s", req->target_text);
+	snprintf(f->token, sizeof(f->token), "%s", req->token);
+	f->timeout_ms = req->timeout_ms;
+	snprintf(f->target_id, sizeof(f->target_id), "%s", target_id);
+	/* the original's pid: one migration of this workload, on this host */
+	snprintf(f->source, sizeof(f->source), "%s.%d", f->wid, (int)workload_pid(w));
+	return f;
+}
+
+static void forwarder_free(struct forwarder *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nout; i++)
+		free(f->out[i].image);
+	free(f->out);
+	free(f->spool);
+	free(f);
+}
+
+/* The target's counts of one acknowledged batch. */
+static void count_ack(struct forwarder *f, const struct batch *b,
+		      const struct http_result *res)
+{
+	json_t *doc = res->body ? json_loads(res->body, 0, NULL) : NULL;
+	json_t *result = json_object_get(doc, "result");
+	uint64_t merged = (uint64_t)json_integer_value(json_object_get(result, "merged"));
+
+	f->merged += merged;
+	if (b->n > 1) {
+		f->batches++;
+		f->forwarded += b->signals;
+		metrics_signals_forwarded(b->signals);
+	}
+	json_decref(doc);
+}
+
+/* 0 acknowledged, 1 no answer (retry), -1 refused. */
+static int post_batch(struct forwarder *f, const struct batch *b,
+		      unsigned int timeout_ms, char *why, size_t len)
+{
+	struct http_result res;
+	char path[160];
+	int ret;
+
+	snprintf(path, sizeof(path), "/v1/workloads/%s/requeue?source=%s&batch=%lu",
+		 f->target_id, f->source, b->n);
+	if (httpc_post(&f->target, path, f->token, "application/octet-stream",
+		       b->image, b->len, timeout_ms, MIGRATE_STALL_MS, &res)) {
+		snprintf(why, len, "%s: %s", res.failed_phase, strerror(res.error));
+		http_result_free(&res);
+		return 1;
+	}
+	ret = res.status >= 200 && res.status <= 299 ? 0 : -1;
+	if (ret)
+		snprintf(why, len, "answered %u: %.200s", res.status,
+			 res.body ? res.body : "");
+	else
+		count_ack(f, b, &res);
+	http_result_free(&res);
+	return ret;
+}
+
+/* Acknowledged: its spool file goes. */
+static void pop_batch(struct forwarder *f)
+{
+	if (f->out[0].path[0])
+		unlink(f->out[0].path);
+	free(f->out[0].image);
+	memmove(f->out, f->out + 1, (f->nout - 1) * sizeof(*f->out));
+	f->nout--;
+}
+
+static unsigned int min_ms(unsigned int a, unsigned int b)
+{
+	return a < b ? a : b;
+}
+
+static int flush(struct forwarder *f, unsigned int budget_ms)
+{
+	double deadline = clock_mono_s() + budget_ms / 1e3;
+	char why[320];
+	int ret;
+
+	while (f->nout && !f->refused) {
+		ret = post_batch(f, &f->out[0], min_ms(f->timeout_ms, FORWARD_ATTEMPT_MS),
+				 why, sizeof(why));
+		if (!ret) {
+			pop_batch(f);
+			continue;
+		}
+		log_warn("forward %s: batch %lu into %s on %s: %s", f->wid,
+			 f->out[0].n, f->target_id, f->target_text, why);
+		if (ret < 0) {
+			f->refused = true;
+			break;
+		}
+		if (clock_mono_s() + FORWARD_RETRY_MS / 1e3 >= deadline)
+			break;
+		clock_sleep_ms(FORWARD_RETRY_MS);
+	}
+	return f->refused ? -1 : f->nout ? 1 : 0;
+}
+
+/*
+ * On disk before it is posted: should this agent die with batches not
+ * acknowledged, they are in its state directory (docs/design.md).
+ */
+static void write_ahead(struct forwarder *f, struct batch *b)
+{
+	struct api_error err;
+	char what[48];
+
+	snprintf(what, sizeof(what), "forward-%lu", b->n);
+	if (workload_spool(f->w, what, b->image, b->len, b->path, sizeof(b->path), &err)) {
+		log_warn("forward %s: batch %lu not written ahead: %s", f->wid, b->n,
+			 err.detail);
+		b->path[0] = '\0';
+	}
+}
+
+int forwarder_put(struct forwarder *f, struct ctl_reply *image, uint64_t signals,
+		  unsigned int budget_ms)
+{
+	struct batch *out = realloc(f->out, (f->nout + 1) * sizeof(*out));
+
+	if (!out) {
+		log_error("forward %s: out of memory: %llu signals dropped", f->wid,
+			  (unsigned long long)signals);
+		return -1;
+	}
+	f->out = out;
+	out[f->nout] = (struct batch){
+		.n = ++f->made, .image = image->payload, .len = image->payload_len,
+		.signals = signals,
+	};
+	image->payload = NULL;
+	write_ahead(f, &out[f->nout++]);
+	return flush(f, budget_ms);
+}
+
+static int drain_once(struct forwarder *f)
+{
+	struct ctl_reply drained;
+	struct api_error err;
+	uint64_t n = 0;
+
+	if (workload_drain(f->w, &drained, &n, &err)) {
+		log_error("forward %s: DRAIN: %s", f->wid, err.detail);
+		return -1;
+	}
+	f->drains++;
+	if (n && drained.payload)
+		forwarder_put(f, &drained, n, 0);
+	ctl_reply_free(&drained);
+	return 0;
+}
+
+void forwarder_lease(struct forwarder *f, unsigned int lease_ms, json_t *commit,
+		     bool *acked)
+{
+	double end = clock_mono_s() + lease_ms / 1e3, left;
+	struct ctl_reply last;
+	json_t *ended;
+	uint64_t n;
+
+	while ((left = end - clock_mono_s()) > 0) {
+		clock_sleep_ms(min_ms((unsigned int)(left * 1e3) + 1, FORWARD_POLL_MS));
+		if (drain_once(f))
+			break;
+	}
+	*acked = workload_commit(f->w, &ended, &last);
+	if (!*acked)
+		json_object_set_new(commit, "method", json_string("killed"));
+	n = (uint64_t)json_integer_value(json_object_get(ended, "carried"));
+	json_decref(ended);
+	if (*acked && last.payload && n)
+		forwarder_put(f, &last, n, min_ms(f->timeout_ms, FORWARD_FINAL_MS));
+	else
+		flush(f, min_ms(f->timeout_ms, FORWARD_FINAL_MS));
+	ctl_reply_free(&last);
+	forwarder_spool_rest(f);
+}
+
+void forwarder_spool_rest(struct forwarder *f)
+{
+	struct spool_file *sp;
+
+	while (f->nout) {
+		if (!f->out[0].path[0])
+			write_ahead(f, &f->out[0]);
+		sp = realloc(f->spool, (f->nspool + 1) * sizeof(*sp));
+		if (!sp)
+			break;
+		f->spool = sp;
+		sp = &f->spool[f->nspool];
+		sp->n = f->out[0].n;
+		sp->signals = f->out[0].signals;
+		snprintf(sp->path, sizeof(sp->path), "%s", f->out[0].path);
+		if (!sp->path[0]) {
+			log_error("forward %s: batch %lu (%llu signals) lost: it could not "
+				  "be written to the state directory", f->wid, sp->n,
+				  (unsigned long long)sp->signals);
+		} else {
+			f->nspool++;
+			f->spooled += sp->signals;
+			metrics_signals_spooled(sp->signals);
+		}
+		f->out[0].path[0] = '\0';	/* kept: not the acknowledged kind */
+		pop_batch(f);
+	}
+}
+
+bool forwarder_spooled(const struct forwarder *f)
+{
+	return f->nspool > 0;
+}
+
+const char *forwarder_first_spool(const struct forwarder *f)
+{
+	return f->nspool ? f->spool[0].path : "";
+}
+
+void forwarder_thaw_after_replay(struct forwarder *f)
+{
+	f->thaw_after_replay = true;
+}
+
+static json_t *spool_json(const struct forwarder *f)
+{
+	json_t *list = json_array();
+	size_t i;
+
+	for (i = 0; i < f->nspool; i++)
+		json_array_append_new(list, json_pack("{s:I, s:s, s:I}", "batch",
+				      (json_int_t)f->spool[i].n, "file", f->spool[i].path,
+				      "signals", (json_int_t)f->spool[i].signals));
+	return list;
+}
+
+json_t *forwarder_json(const struct forwarder *f)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "source", f->source,
+			 "drains", (json_int_t)f->drains,
+			 "batches", (json_int_t)f->batches,
+			 "forwarded", (json_int_t)f->forwarded,
+			 "merged", (json_int_t)f->merged,
+			 "spooled", (json_int_t)f->spooled, "spool", spool_json(f));
+}
+
+void forwarder_done(struct forwarder *f)
+{
+	struct forwarder *old = NULL;
+	size_t i, slot = KEPT_MAX;
+
+	if (!f)
+		return;
+	f->w = NULL;
+	if (!f->nspool) {
+		forwarder_free(f);
+		return;
+	}
+	pthread_mutex_lock(&reg.lock);
+	for (i = 0; i < KEPT_MAX; i++) {
+		if (reg.kept[i] && !strcmp(reg.kept[i]->wid, f->wid))
+			slot = i;
+		else if (!reg.kept[i] && slot == KEPT_MAX)
+			slot = i;
+	}
+	if (slot == KEPT_MAX) {
+		/* full: the oldest goes; its files stay, named in its reply */
+		slot = 0;
+	}
+	old = reg.kept[slot];
+	reg.kept[slot] = f;
+	pthread_mutex_unlock(&reg.lock);
+	forwarder_free(old);
+}
+
+json_t *forward_thaw_target(const struct target_url *target, const char *target_text,
+			    const char *token, unsigned int timeout_ms, const char *id,
+			    char *problem, size_t len)
+{
+	struct http_result res;
+	json_t *doc = NULL, *workload = NULL;
+	char path[64], why[256];
+
+	snprintf(path, sizeof(path), "/v1/workloads/%s/thaw", id);
+	if (httpc_request("POST", target, path, token, "application/json", NULL, 0,
+			  timeout_ms, MIGRATE_STALL_MS, &res)) {
+		snprintf(why, sizeof(why), "failed (%s: %s)", res.failed_phase,
+			 strerror(res.error));
+	} else {
+		doc = res.body ? json_loads(res.body, 0, NULL) : NULL;
+		if (res.status >= 200 && res.status <= 299)
+			workload = json_incref(json_object_get(doc, "workload"));
+		snprintf(why, sizeof(why), "answered %u: %.200s", res.status,
+			 res.body ? res.body : "");
+		json_decref(doc);
+		http_result_free(&res);
+	}
+	if (!workload)
+		snprintf(problem, len, "committed, but thawing %s on %s %s: it "
+			 "stays frozen there; POST /v1/workloads/%s/thaw on the "
+			 "target to resume it", id, target_text, why, id);
+	return workload;
+}
+
+/* ---- replay ---- */
+
+static int read_spool(const char *path, struct batch *b)
+{
+	struct stat st;
+	ssize_t n;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_size <= 0 || (uint64_t)st.st_size > SPOOL_FILE_MAX) {
+		close(fd);
+		return -EINVAL;
+	}
+	b->len = (size_t)st.st_size;
+	b->image = malloc(b->len);
+	while (b->image && got < b->len) {
+		n = read(fd, b->image + got, b->len - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (b->image && got == b->len)
+		return 0;
+	free(b->image);
+	b->image = NULL;
+	return -EIO;
+}
+
+static struct forwarder *take_kept(const char *wid)
+{
+	struct forwarder *f = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&reg.lock);
+	for (i = 0; i < KEPT_MAX && !f; i++) {
+		if (reg.kept[i] && !strcmp(reg.kept[i]->wid, wid)) {
+			f = reg.kept[i];
+			reg.kept[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&reg.lock);
+	return f;
+}
+
+/* The spool's first file into the target: 0, or -1 with @err. */
+static int replay_one(struct forwarder *f, struct api_error *err)
+{
+	struct spool_file *sp = &f->spool[0];
+	struct batch b = { .n = sp->n, .signals = sp->signals };
+	char why[320];
+	int ret = read_spool(sp->path, &b);
+
+	if (ret)
+		return api_error_set(err, 500, "spool_unreadable", "%s: %s", sp->path,
+				     strerror(-ret));
+	ret = post_batch(f, &b, f->timeout_ms, why, sizeof(why));
+	free(b.image);
+	if (ret)
+		return api_error_set(err, 502, ret > 0 ? "target_unreachable" :
+				     "target_rejected", "batch %lu (%s) into %s on %s: %s",
+				     sp->n, sp->path, f->target_id, f->target_text, why);
+	unlink(sp->path);
+	f->spooled -= sp->signals;
+	memmove(f->spool, f->spool + 1, (f->nspool - 1) * sizeof(*f->spool));
+	f->nspool--;
+	return 0;
+}
+
+int forward_replay(struct workload *w, json_t **result, struct api_error *err)
+{
+	struct forwarder *f = take_kept(workload_id(w));
+	uint64_t before;
+	json_t *resumed = NULL;
+	char problem[512] = "";
+	int ret = 0;
+
+	if (!f)
+		return api_error_set(err, 409, "nothing_to_replay",
+				     "%s has no spool of a migration on this agent",
+				     workload_id(w));
+	f->w = w;
+	before = f->forwarded;
+	while (f->nspool && !(ret = replay_one(f, err)))
+		;
+	if (!ret && f->thaw_after_replay) {
+		resumed = forward_thaw_target(&f->target, f->target_text, f->token,
+					      f->timeout_ms, f->target_id, problem,
+					      sizeof(problem));
+		if (!resumed)
+			ret = api_error_set(err, 502, "target_thaw_failed", "%s", problem);
+		else
+			f->thaw_after_replay = false;
+	}
+	if (!ret)
+		*result = json_pack("{s:s, s:I, s:o, s:o}", "target", f->target_text,
+				    "forwarded", (json_int_t)(f->forwarded - before),
+				    "forward", forwarder_json(f),
+				    "target_workload", resumed ? resumed : json_null());
+	forwarder_done(f);
+	return ret;
+}

@@ -484,11 +484,38 @@ static struct send *find_send(const unsigned char *si)
 }
 
 /*
+ * Whether a sender on the target with @pid had sent to @g by @ns (both on
+ * the target's clock).
+ */
+static int target_sent_before(const struct group *g, int pid, long long ns)
+{
+	size_t i;
+
+	for (i = 0; i < nsends; i++)
+		if (sends[i].on_target && sends[i].pid == pid && sends[i].ns <= ns &&
+		    sends[i].signo == g->signo && sends[i].target == g->queue)
+			return 1;
+	return 0;
+}
+
+static int source_pid(int pid)
+{
+	int i;
+
+	for (i = 0; i < nsenders; i++)
+		if (senders[i].pid == pid && !senders[i].on_target)
+			return 1;
+	return 0;
+}
+
+/*
  * A delivery by the original is on the source's clock. One by a restored
  * process is on the target's, and it came after the move: it is a signal
- * that moved (or was sent to the original and merged into one that moved)
- * when its sender pid is only a source sender's, or when it came before
- * any send made on the target (pids of the two hosts may coincide).
+ * that moved (or was sent to the original and merged into one that moved,
+ * or was forwarded after the cutover) when its sender pid is only a source
+ * sender's, when it came before any send made on the target, or when its
+ * pid is a source sender's and no target sender with that pid (pids of the
+ * two hosts may coincide) had sent to this queue by then.
  */
 static void group_delivered(struct group *g, long long ns, int restored,
 			    int from_pid)
@@ -501,7 +528,8 @@ static void group_delivered(struct group *g, long long ns, int restored,
 	}
 	if (ns > g->last_restored_delivery)
 		g->last_restored_delivery = ns;
-	if (source_only_pid(from_pid) || !g->target_sent || ns < g->first_target_send)
+	if (source_only_pid(from_pid) || !g->target_sent || ns < g->first_target_send ||
+	    (source_pid(from_pid) && !target_sent_before(g, from_pid, ns)))
 		g->moved++;
 }
 

@@ -173,6 +173,20 @@ if [ "$RC" = 0 ] && [ "$(field .lost)" = 0 ]; then
 else
 	not_ok "B send before the moved delivery: rc $RC $OUT"
 fi
+# Pids of the two hosts coincide: the sender on A had pid 600 and so has a
+# sender on B, which sent only SIGUSR2. A SIGUSR1 from pid 600 delivered on
+# B after another B sender's SIGUSR1 is still the moved one: no sender on B
+# with that pid had sent SIGUSR1 by then.
+printf 'S 1 kill 12 501 -1 0 - 600 0 400 8\nS 1 kill 10 501 -1 0 - 601 0 400 9\n' >"$WORK/std-b-same-pid.log"
+printf 'H 501 1 0 62\nD 0 501 450 %s\nD 0 501 500 %s\nD 0 501 550 %s\n' "$(si 12 0 600 0 0)" \
+	"$(si 10 0 600 0 0)" "$(si 10 0 601 0 0)" >"$WORK/std-b-same-pid.ledger"
+run --log "$WORK/std-a.log" --target-log "$WORK/std-b-same-pid.log" \
+	--ledger "$WORK/std-a.ledger" --ledger "$WORK/std-b-same-pid.ledger"
+if [ "$RC" = 0 ] && [ "$(field .lost)" = 0 ]; then
+	ok "a moved SIGUSR1 whose sender pid a sender on B has too (it sent no SIGUSR1): PASS"
+else
+	not_ok "moved signal, pids shared across hosts: rc $RC $OUT"
+fi
 run "${S[@]}" --target-log "$WORK/std-b.log"
 if [ "$RC" = 1 ] && [ "$(field .lost)" = 1 ]; then
 	ok "a send on B with no delivery after it on B's clock: lost"

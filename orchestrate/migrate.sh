@@ -50,6 +50,10 @@ Usage: migrate.sh [options]
                       as is (no shell), with MIGRATE_OUT (the --out directory)
                       and the caller's environment
   --during-migrate CMD [ARG...] ';'   the same, in the background during the call
+  --after-migrate CMD [ARG...] ';'    the same, once the call answered, before
+                      the spool (if the migration left one) is replayed
+  --forward-ms MS     the original forwards what reaches it for MS after the
+                      cutover (0: it exits at the cutover; default: the agent's)
   --snapshot-limit N  records per queue in the before/after snapshots (default 100000, the agent's maximum)
   --resume-at-once    let the source agent resume the copy on B right after
                       its commit (downtime = freeze to resume); by default
@@ -69,8 +73,8 @@ target=${SIGMIG_B_LINK_URL:-}
 token=${SIGMIG_TOKEN:-}
 token_to=${SIGMIG_TOKEN_TO:-}
 threads=4 signals=4000 after=1000 expect=ok fault="" migrate_timeout_ms=""
-out="" snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=20
-BEFORE_HOOK=() DURING_HOOK=() HOOK=() HOOK_WORDS=0
+forward_ms="" out="" snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=20
+BEFORE_HOOK=() DURING_HOOK=() AFTER_HOOK=() HOOK=() HOOK_WORDS=0
 
 # hook_words ARGS...: the words after --before/--during-migrate up to ';'
 # into HOOK, their number (with the ';') into HOOK_WORDS.
@@ -117,6 +121,8 @@ parse_args() {
 		--migrate-timeout-ms) migrate_timeout_ms=${2:?}; shift 2 ;;
 		--before-migrate) hook_words "${@:2}"; BEFORE_HOOK=("${HOOK[@]}"); shift $((HOOK_WORDS + 1)) ;;
 		--during-migrate) hook_words "${@:2}"; DURING_HOOK=("${HOOK[@]}"); shift $((HOOK_WORDS + 1)) ;;
+		--after-migrate) hook_words "${@:2}"; AFTER_HOOK=("${HOOK[@]}"); shift $((HOOK_WORDS + 1)) ;;
+		--forward-ms) forward_ms=${2:?}; shift 2 ;;
 		--out) out=${2:?}; shift 2 ;;
 		--snapshot-limit) snapshot_limit=${2:?}; shift 2 ;;
 		--resume-at-once) resume_target=true; shift ;;
@@ -141,6 +147,7 @@ parse_args() {
 	fi
 	[[ $live_rate =~ ^[0-9]+$ ]] || die "--live-senders: a number of sends per second"
 	[[ $live_seconds =~ ^[1-9][0-9]*$ ]] || die "--live-seconds: a positive number"
+	[[ $forward_ms =~ ^[0-9]*$ ]] || die "--forward-ms: a number of milliseconds"
 	out=${out:-$SIGMIG_REPO/build/migrate/$(date +%Y%m%d-%H%M%S)-$$}
 	mkdir -p "$out"
 	# A reused directory must not lend a failed run the files of an older one.
@@ -162,6 +169,8 @@ main() {
 	if migrate_call; then
 		MIGRATED=1
 	fi
+	[ ${#AFTER_HOOK[@]} = 0 ] || run_hook after "${AFTER_HOOK[@]}" || die "the --after-migrate command failed"
+	[ "$MIGRATED" = 0 ] || replay_spool
 	if [ "$MIGRATED" = 1 ]; then
 		[ "$expect" = ok ] || FAILURES+=("the move succeeded although a fault was injected ($fault)")
 		after_ok

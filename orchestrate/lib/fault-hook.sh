@@ -14,6 +14,10 @@ Usage: fault-hook.sh link MODE [ARG...]
          link-relay.sh set \$SIGMIG_LINK_DIR MODE ARG... (cut-after ab 65536, ...)
        fault-hook.sh agent-fault POINT
          arm POINT on B's agent (POST /v1/debug/fault; needs sigmig.faults=1)
+       fault-hook.sh link-when-forwarding MODE [ARG...]
+         once a workload on A (\$SIGMIG_A_URL) is a forwarder (the move's
+         cutover is over), link-relay.sh set \$SIGMIG_LINK_DIR MODE ARG...;
+         at most 120 s of waiting
        fault-hook.sh kill-b-after-image [SECONDS]
          kill guest B's QEMU once the image crossed the link A -> B (its size:
          128 bytes per signal pending in \$MIGRATE_OUT/before.json), counted
@@ -62,6 +66,25 @@ kill_b_after_image() {
 	fi
 }
 
+forwarding_on_a() {	# AUTH
+	local id
+	for id in $(agent_api GET "$SIGMIG_A_URL/v1/workloads" "$1" | jq -r '.workloads[]?.id // empty'); do
+		agent_api GET "$SIGMIG_A_URL/v1/workloads/$id" "$1" |
+			jq -e '.state == "forwarding"' >/dev/null && return 0
+	done
+	return 1
+}
+
+link_when_forwarding() {
+	local auth
+	need_env SIGMIG_A_URL SIGMIG_LINK_DIR
+	agent_token_file auth "${SIGMIG_TOKEN:-}"
+	wait_until 120 "a forwarding original on A" forwarding_on_a "$auth" ||
+		die "no workload on A became a forwarder"
+	"$SIGMIG_REPO/orchestrate/link-relay.sh" set "$SIGMIG_LINK_DIR" "$@"
+	echo "link set to '$*' while the original forwarded" >&2
+}
+
 main() {
 	local body auth
 	case "${1:-}" in
@@ -77,6 +100,10 @@ main() {
 		agent_token_file auth "${SIGMIG_TOKEN:-}"
 		body=$(jq -cn --arg p "$2" '{point: $p}')
 		agent_api POST "$SIGMIG_B_URL/v1/debug/fault" "$auth" "$body" >/dev/null
+		;;
+	link-when-forwarding)
+		[ $# -ge 2 ] || usage
+		link_when_forwarding "${@:2}"
 		;;
 	kill-b-after-image)
 		[ $# -le 2 ] || usage

@@ -67,8 +67,9 @@ ledger_extra() {
 	fi
 	[ "$MIGRATED" = 0 ] || moved=$(jqf "$out/migrate.json" 'must(.signals)')
 	jq -cn --argjson a "${a:-0}" --argjson b "${b:-0}" --argjson m "$moved" \
-		--argjson esrch "${LIVE_ESRCH:-0}" \
-		'{delivered_a: $a, delivered_b: $b, migrated: $m, live_esrch: $esrch}'
+		--argjson esrch "${LIVE_ESRCH:-0}" --argjson replayed "${REPLAYED:-0}" \
+		'{delivered_a: $a, delivered_b: $b, migrated: $m, live_esrch: $esrch,
+		  replayed: $replayed}'
 }
 
 # A reply the result embeds that is missing or not JSON (a failed request)

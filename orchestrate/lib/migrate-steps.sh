@@ -131,10 +131,11 @@ migrate_call() {
 	chmod 600 "$body"
 	# jq reads it from its environment: in --arg it would show in ps.
 	SIGMIG_JQ_TOKEN=$token_to jq -cn --arg t "$target" --arg ms "$migrate_timeout_ms" \
-		--argjson resume "$resume_target" \
+		--argjson resume "$resume_target" --arg fwd "$forward_ms" \
 		'env.SIGMIG_JQ_TOKEN as $k
 		 | {target: $t, resume_target: $resume} + (if $k != "" then {token: $k} else {} end)
-		 + (if $ms != "" then {timeout_ms: ($ms | tonumber)} else {} end)' >"$body"
+		 + (if $ms != "" then {timeout_ms: ($ms | tonumber)} else {} end)
+		 + (if $fwd != "" then {forward_ms: ($fwd | tonumber)} else {} end)' >"$body"
 	[ ${#BEFORE_HOOK[@]} = 0 ] || run_hook before "${BEFORE_HOOK[@]}" || die "the --before-migrate command failed"
 	if [ ${#DURING_HOOK[@]} != 0 ]; then
 		run_hook during "${DURING_HOOK[@]}" &
@@ -150,6 +151,23 @@ migrate_call() {
 	fi
 	say "migrate answered HTTP $MIGRATE_STATUS after $((SECONDS - begin))s"
 	return "$rc"
+}
+
+# What the target could not take (the commit delta, forwarded batches) is
+# in A's spool: replayed into B through A's API, so that nothing is lost.
+replay_spool() {
+	local spooled
+	spooled=$(jq -r '(.forward.spooled // 0) + (if .problem.code == "commit_delta_spooled" then 1 else 0 end)' \
+		"$out/migrate.json" 2>/dev/null || echo 0)
+	SPOOLED=$(jq -r '.forward.spooled // 0' "$out/migrate.json" 2>/dev/null || echo 0)
+	[ "${spooled:-0}" -gt 0 ] || return 0
+	say "the migration left $SPOOLED forwarded signals (and $(jq -r '.problem.code // "no problem"' "$out/migrate.json")) in A's spool: replaying"
+	if api_to a POST "/v1/workloads/$STORM_A/replay" "$out/replay.json"; then
+		REPLAYED=$(jq -r '.forwarded' "$out/replay.json")
+		say "replayed into B: $(jq -c '{forwarded, spool: .forward.spool}' "$out/replay.json")"
+	else
+		FAILURES+=("POST replay on A failed: $(head -c 300 "$out/replay.json")")
+	fi
 }
 
 # Every phase of the agent's timings is accounted for: their sum is the

@@ -293,6 +293,14 @@ def render_text(result, before, after, timings, ledger, color, width):
                       fmt_n(migrate["carried_at_commit"]),
                       "%.1f" % window["ms"] if "ms" in window else "?",
                       fmt_n((result.get("ledger") or {}).get("exit_window", 0))))
+        forward = migrate.get("forward") or {}
+        if forward.get("lease_ms"):
+            t.add("  forwarded after the cutover: %s signals in %s batches during a %s ms lease"
+                  " (%s merged into pending ones on B); spooled %s, replayed %s" % (
+                      fmt_n(forward.get("forwarded", 0)), fmt_n(forward.get("batches", 0)),
+                      fmt_n(forward["lease_ms"]), fmt_n(forward.get("merged", 0)),
+                      fmt_n(forward.get("spooled", 0)),
+                      fmt_n((result.get("ledger_extra") or {}).get("replayed", 0))))
         esrch = (result.get("ledger_extra") or {}).get("live_esrch")
         if esrch:
             t.add("  after the move: %s sends to the original's pid failed with ESRCH"

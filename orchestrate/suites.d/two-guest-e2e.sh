@@ -73,7 +73,9 @@ done
 # Senders that do not stop for the move: two on A, every send kind, standard
 # and real-time, from before the freeze until after the original is gone
 # (their sends then fail with ESRCH). What reaches A's queues after the DUMP
-# must reach B with the commit: the verdict counts every successful send.
+# must reach B with the commit, what reaches them after the cutover with the
+# forwarder (the agent's default lease): the verdict counts every
+# successful send.
 run_case live -- --threads 4 --signals 2000 --after 300 --live-senders 1000 --live-seconds 15
 [ "$CASE_RC" = 0 ] && [ -f "$RESULT" ]
 tap $? "live senders: migration A -> B completes (migrate.sh rc=$CASE_RC)"
@@ -86,7 +88,13 @@ tap $? "live senders: what reached A after the DUMP went to B with the commit ($
 counted=$(awk '$1 == "sigmig_agent_signals_carried_total" { print $2 }' "$(dirname "$RESULT")/metrics-a.txt" 2>/dev/null)
 [ -n "$counted" ] && [ "$counted" = "$carried" ]
 tap $? "live senders: A's /metrics counts them (sigmig_agent_signals_carried_total ${counted:-missing}, want $carried)"
+forwarded=$(result '.migrate.forward.forwarded')
+[ "${forwarded:-0}" -gt 0 ] && [ "$(result '.migrate.forward.spooled')" = 0 ]
+tap $? "live senders: what reached the original after the cutover was forwarded to B ($forwarded signals in $(result '.migrate.forward.batches') batches, none spooled)"
+counted=$(awk '$1 == "sigmig_agent_signals_forwarded_total" { print $2 }' "$(dirname "$RESULT")/metrics-a.txt" 2>/dev/null)
+[ -n "$counted" ] && [ "$counted" = "$forwarded" ]
+tap $? "live senders: A's /metrics counts them (sigmig_agent_signals_forwarded_total ${counted:-missing}, want $forwarded)"
 window=$(result '.migrate.commit.exit_window.ms // "none"')
-diag <<<"the original's exit window (COMMIT's read to reaped): $window ms, $(result '.ledger.exit_window') sends landed in it"
+diag <<<"the forwarder's exit window (its last drain to reaped): $window ms, $(result '.ledger.exit_window') sends landed in it"
 check_verdict "live senders through the move"
 tap_done

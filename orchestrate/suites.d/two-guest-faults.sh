@@ -66,6 +66,14 @@ start_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B ki
 	--migrate-timeout-ms "$TIMEOUT_MS" \
 	--before-migrate "$HOOK" link drop-reply-after ab 1 ';' --during-migrate "$HOOK" kill-b-after-image ';'
 
+# The original forwards what keeps reaching it after the cutover; the link
+# is cut as it starts forwarding. What B cannot take stays in A's spool;
+# with the link back, POST /v1/workloads/{id}/replay on A (migrate.sh does
+# it) must make the ledger whole: nothing lost, nothing twice.
+start_case forward-cut -- --signals "$SIGNALS" --live-senders 300 --live-seconds 30 \
+	--forward-ms 3000 --migrate-timeout-ms "$TIMEOUT_MS" --fault "link cut while the original forwards" \
+	--during-migrate "$HOOK" link-when-forwarding cut ';' --after-migrate "$HOOK" link pass ';'
+
 [ -z "${KERNEL_STOCK:-}" ] ||
 	start_case stock-b --kernel-b "$KERNEL_STOCK" -- --signals "$SIGNALS" --expect rollback \
 		--fault "B's kernel lacks the interface" --migrate-timeout-ms "$TIMEOUT_MS"
@@ -88,6 +96,19 @@ use_case b-crash
 grep -q 'killed guest B once the image had crossed the link' "$REPO/build/suites/$SUITE/b-crash/stderr" 2>/dev/null
 tap $? "b-crash: guest B was killed after the image crossed the link"
 rollback_checks "guest B crashed before confirming"
+
+use_case forward-cut
+[ "$CASE_RC" = 0 ] && [ "$(result '.migrate_status')" = 200 ]
+tap $? "forward-cut: the move completes (migrate.sh rc=$CASE_RC)"
+grep -q "link set to 'cut' while the original forwarded" "$REPO/build/suites/$SUITE/forward-cut/stderr" 2>/dev/null
+tap $? "forward-cut: the link was cut while the original forwarded"
+spooled=$(result '.migrate.forward.spooled // 0')
+code=$(result '.migrate.problem.code // "none"')
+[ "${spooled:-0}" -gt 0 ] || [ "$code" = commit_delta_spooled ]
+tap $? "forward-cut: what B could not take was kept in A's spool ($spooled forwarded signals, problem $code)"
+jq -e '.forward.spool == [] and .forward.spooled == 0' "$(dirname "$RESULT")/replay.json" >/dev/null 2>&1
+tap $? "forward-cut: the replay through A's API emptied the spool ($(result '.ledger_extra.replayed') forwarded signals replayed)"
+check_verdict "link cut while forwarding"
 
 if [ -n "${KERNEL_STOCK:-}" ]; then
 	use_case stock-b

@@ -288,19 +288,21 @@ def render_text(result, before, after, timings, ledger, color, width):
         migrate = result.get("migrate") or {}
         if "carried_at_commit" in migrate:
             window = (migrate.get("commit") or {}).get("exit_window") or {}
+            forward = migrate.get("forward") or {}
             t.add("  carried at commit: %s signals that reached A after the dump, requeued on B"
-                  " before it resumed; exit window %s ms (%s sends landed in it)" % (
-                      fmt_n(migrate["carried_at_commit"]),
+                  " before it resumed" % fmt_n(migrate["carried_at_commit"]))
+            if forward.get("lease_ms"):
+                t.add("  forwarded after the cutover: %s signals in %s batches during a %s ms lease"
+                      " (%s merged into pending ones on B); spooled %s, replayed %s" % (
+                          fmt_n(forward.get("forwarded", 0)), fmt_n(forward.get("batches", 0)),
+                          fmt_n(forward["lease_ms"]), fmt_n(forward.get("merged", 0)),
+                          fmt_n(forward.get("spooled", 0)),
+                          fmt_n((result.get("ledger_extra") or {}).get("replayed", 0))))
+            t.add("  exit window of the %s: %s ms from its last read of the queues to its reaping"
+                  " (%s sends landed in it)" % (
+                      "forwarder" if forward.get("lease_ms") else "original",
                       "%.1f" % window["ms"] if "ms" in window else "?",
                       fmt_n((result.get("ledger") or {}).get("exit_window", 0))))
-        forward = migrate.get("forward") or {}
-        if forward.get("lease_ms"):
-            t.add("  forwarded after the cutover: %s signals in %s batches during a %s ms lease"
-                  " (%s merged into pending ones on B); spooled %s, replayed %s" % (
-                      fmt_n(forward.get("forwarded", 0)), fmt_n(forward.get("batches", 0)),
-                      fmt_n(forward["lease_ms"]), fmt_n(forward.get("merged", 0)),
-                      fmt_n(forward.get("spooled", 0)),
-                      fmt_n((result.get("ledger_extra") or {}).get("replayed", 0))))
         esrch = (result.get("ledger_extra") or {}).get("live_esrch")
         if esrch:
             t.add("  after the move: %s sends to the original's pid failed with ESRCH"

@@ -2,7 +2,7 @@
 /*
  * After the cutover, what reaches the original goes to the copy: the
  * commit delta, then, for a lease, each batch a forwarding original's
- * DRAIN takes off its queues. Batches are numbered and posted in order
+ * DRAIN reads from its queues. Batches are numbered and posted in order
  * (POST .../requeue?source=S&batch=N, which the target takes once), each
  * retried until acknowledged; what the target has not acknowledged when
  * the lease ends is kept in a spool on this host, and POST

@@ -267,7 +267,7 @@ char *metrics_render(size_t *len)
 		"# HELP sigmig_agent_signals_carried_total Signals that reached a migrating original after its dump, carried to the target at commit.\n"
 		"# TYPE sigmig_agent_signals_carried_total counter\n"
 		"sigmig_agent_signals_carried_total %llu\n"
-		"# HELP sigmig_agent_signals_forwarded_total Signals a forwarding original took off its queues after the cutover and the target acknowledged.\n"
+		"# HELP sigmig_agent_signals_forwarded_total Signals that reached a forwarding original after the cutover and the target acknowledged.\n"
 		"# TYPE sigmig_agent_signals_forwarded_total counter\n"
 		"sigmig_agent_signals_forwarded_total %llu\n"
 		"# HELP sigmig_agent_signals_spooled_total Signals kept in a spool on the source because the target could not take them.\n"

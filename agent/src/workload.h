@@ -89,9 +89,9 @@ int workload_snapshot(struct workload *w, const char *verb,
  */
 bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delta);
 /*
- * The same, but FORWARD: the original stays, parked, as a forwarder, its
- * commit delta dequeued; workload_drain() takes what arrives next off its
- * queues (DRAIN: @signals of them in @drained's image) and
+ * The same, but FORWARD: the original stays, parked, as a forwarder;
+ * workload_drain() reads what arrived in its queues since the last read
+ * (DRAIN: @signals of them in @drained's image) and
  * workload_commit() the last of it as it ends the forwarder. False: the
  * runtime did not become a forwarder (COMMIT it).
  */

@@ -26,7 +26,7 @@ enum rt_state {
 	RT_RESTORING,	/* started with an image that is not verified yet */
 	RT_FAILED,	/* the restore failed: nothing resumed */
 	RT_COMMITTED,	/* COMMIT answered: the application never runs again */
-	RT_FORWARDING,	/* FORWARD answered: parked for good, its queues drained */
+	RT_FORWARDING,	/* FORWARD answered: parked for good, read for what arrives */
 };
 
 /* Commands a thread runs for the control thread or the restorer. */
@@ -40,7 +40,6 @@ enum rt_cmd {
 	CMD_ABORT,	/* restore: failed, return -ECANCELED, never run */
 	CMD_REQUEUE_DELTA,	/* held: requeue a commit delta's private queue */
 	CMD_REQUEUE_SHARED,	/* held, the main thread: a delta's shared queue */
-	CMD_DRAIN,	/* forwarding: dequeue the thread's own queue into its buffer */
 	CMD_CALL,	/* parked: run the thread's call() on itself */
 };
 
@@ -57,7 +56,6 @@ struct rt_thread {
 	char err[160];			/* why, when result is not 0 */
 	struct rawbuf peek;		/* its private queue, as last peeked */
 	struct rawbuf dumped;		/* its private queue, as the last DUMP took it */
-	uint64_t dumped_unqueued;	/* signals that DUMP carried without an entry */
 	const struct sigmig_thread *image;	/* restore: its part of the image */
 	const struct sigmig_thread *delta;	/* held: its part of a commit delta */
 	int (*call)(struct rt_thread *t);	/* CMD_CALL: what it runs */

@@ -28,7 +28,6 @@
 static struct {
 	int valid;
 	struct rawbuf shared;
-	uint64_t shared_unqueued;	/* signals it carried without an entry */
 } dumped;
 
 static int dump_disposition(int sig, struct sigmig_disposition *d, char *err,
@@ -236,17 +235,11 @@ void sigmig_dump_forget(void)
 	for (i = 0; i < sigmig_nthreads(); i++)
 		sigmig_rawbuf_free(&sigmig_thread(i)->dumped);
 	sigmig_rawbuf_free(&dumped.shared);
-	dumped.shared_unqueued = 0;
 	dumped.valid = 0;
 }
 
-/*
- * The queues just dumped become what a COMMIT or FORWARD compares the
- * queues with; @made_up: the signals each queue of @img carried without
- * an entry.
- */
-static void keep_dumped(const struct sigmig_image *img, struct rawbuf *shared,
-			const uint64_t *made_up)
+/* The queues just read become what the next delta is computed against. */
+static void keep_dumped(struct rawbuf *shared)
 {
 	unsigned int i;
 
@@ -255,12 +248,8 @@ static void keep_dumped(const struct sigmig_image *img, struct rawbuf *shared,
 		struct rt_thread *t = sigmig_thread(i);
 
 		t->dumped = t->peek;
-		t->dumped_unqueued = 0;
 		memset(&t->peek, 0, sizeof(t->peek));
 	}
-	for (i = 0; i < img->nthreads; i++)
-		sigmig_thread(img->threads[i].index)->dumped_unqueued = made_up[i];
-	dumped.shared_unqueued = made_up[img->nthreads];
 	dumped.shared = *shared;
 	memset(shared, 0, sizeof(*shared));
 	dumped.valid = 1;
@@ -301,18 +290,8 @@ static int fill_state(struct sigmig_image *img, char *err, size_t errlen)
  * every queue of @img: the threads', then the shared one. @owned gets the
  * arrays that replace the peek buffers' in the image, one per queue.
  */
-static uint64_t signals_of(const struct sigmig_siginfo *e, uint32_t count)
-{
-	uint64_t set = 0;
-	uint32_t i;
-
-	for (i = 0; i < count; i++)
-		set |= 1ull << ((e[i].bytes[0] - 1) & 63);
-	return set;
-}
-
 static int dump_unqueued(struct sigmig_image *img, struct sigmig_siginfo **owned,
-			 uint64_t *made_up, char *err, size_t errlen)
+			 char *err, size_t errlen)
 {
 	uint32_t k, added;
 	uint64_t set;
@@ -326,8 +305,6 @@ static int dump_unqueued(struct sigmig_image *img, struct sigmig_siginfo **owned
 		ret = sigmig_pending_set(tid, shared, &set);
 		if (!ret)
 			ret = sigmig_add_unqueued(q, set, &owned[k], &added);
-		if (!ret)
-			made_up[k] = signals_of(q->entries + q->count - added, added);
 		if (ret)
 			snprintf(err, errlen, "pending set of %s %d: %s",
 				 shared ? "the process" : "thread", (int)tid, strerror(-ret));
@@ -339,7 +316,6 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 		char *err, size_t errlen)
 {
 	struct sigmig_siginfo **owned = NULL;
-	uint64_t *made_up = NULL;
 	struct sigmig_image img;
 	struct rawbuf shared = { 0 };
 	uint32_t k;
@@ -356,9 +332,7 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 	img.shared.count = (uint32_t)shared.count;
 	img.shared.entries = (struct sigmig_siginfo *)shared.data;
 	owned = calloc((size_t)img.nthreads + 1, sizeof(*owned));
-	made_up = calloc((size_t)img.nthreads + 1, sizeof(*made_up));
-	ret = owned && made_up ? dump_unqueued(&img, owned, made_up, err, errlen) :
-				 -ENOMEM;
+	ret = owned ? dump_unqueued(&img, owned, err, errlen) : -ENOMEM;
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	if (ret)
@@ -368,12 +342,11 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 	if (ret)
 		snprintf(err, errlen, "encoding the image: %s", strerror(-ret));
 	else if (keep)
-		keep_dumped(&img, &shared, made_up);
+		keep_dumped(&shared);
 out:
 	for (k = 0; owned && k <= img.nthreads; k++)
 		free(owned[k]);
 	free(owned);
-	free(made_up);
 	free(img.threads);	/* other queue entries belong to the peek buffers */
 	free(img.timers);
 	sigmig_rawbuf_free(&shared);
@@ -404,36 +377,31 @@ static size_t arrivals_start(const struct rawbuf *was, const struct rawbuf *now,
 }
 
 /*
- * Every timer was dumped and is recreated on the target from the dump's
- * state: its expiries since are the target's to raise, not ours to carry
- * (both would count the same period).
+ * The tail of @now past what matches @was, into a new array for @q (the
+ * caller frees it; @now stays as it was read, the next baseline), without
+ * timer expiries: every timer was dumped and is recreated on the target
+ * from the dump's state, so its expiries since are the target's to raise,
+ * not ours to carry (both would count the same period).
  */
-static uint32_t drop_timer_entries(struct sigmig_siginfo *e, uint32_t count,
-				   uint64_t *timers)
+static int tail_of(const struct rawbuf *was, const struct rawbuf *now,
+		   struct sigmig_queue *q, struct delta_counts *n)
 {
-	uint32_t i, kept = 0;
+	size_t i, from = arrivals_start(was, now, &n->removed);
 	siginfo_t si;
 
-	for (i = 0; i < count; i++) {
-		memcpy(&si, e[i].bytes, sizeof(si));
+	q->count = 0;
+	q->entries = malloc((now->count - from + 1) * sizeof(*q->entries));
+	if (!q->entries)
+		return -ENOMEM;
+	for (i = from; i < now->count; i++) {
+		memcpy(&si, now->data + i * SI_MAX_SIZE, sizeof(si));
 		if (si.si_code == SI_TIMER) {
-			(*timers)++;
+			n->timers++;
 			continue;
 		}
-		if (kept != i)
-			e[kept] = e[i];
-		kept++;
+		memcpy(q->entries[q->count++].bytes, now->data + i * SI_MAX_SIZE, SI_MAX_SIZE);
 	}
-	return kept;
-}
-
-static void tail_of(const struct rawbuf *was, const struct rawbuf *now,
-		    struct sigmig_queue *q, struct delta_counts *n)
-{
-	size_t from = arrivals_start(was, now, &n->removed);
-
-	q->entries = (struct sigmig_siginfo *)(now->data + from * SI_MAX_SIZE);
-	q->count = drop_timer_entries(q->entries, (uint32_t)(now->count - from), &n->timers);
+	return 0;
 }
 
 static int delta_threads(struct sigmig_image *img, struct delta_counts *n)
@@ -446,13 +414,23 @@ static int delta_threads(struct sigmig_image *img, struct delta_counts *n)
 		struct sigmig_thread *it = &img->threads[k];
 		struct rt_thread *t = sigmig_thread(it->index);
 
-		tail_of(&t->dumped, &t->peek, &it->pending, n);
+		ret = tail_of(&t->dumped, &t->peek, &it->pending, n);
 	}
 	return ret;
 }
 
-int sigmig_dump_delta(uint8_t **out, size_t *len, struct delta_counts *n,
-		      char *err, size_t errlen)
+static void free_tails(struct sigmig_image *img)
+{
+	uint32_t k;
+
+	for (k = 0; img->threads && k < img->nthreads; k++)
+		free(img->threads[k].pending.entries);
+	free(img->threads);
+	free(img->shared.entries);
+}
+
+int sigmig_dump_delta(int advance, uint8_t **out, size_t *len,
+		      struct delta_counts *n, char *err, size_t errlen)
 {
 	struct sigmig_image img;
 	struct rawbuf shared = { 0 };
@@ -469,169 +447,22 @@ int sigmig_dump_delta(uint8_t **out, size_t *len, struct delta_counts *n,
 		ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
 	if (!ret) {
 		ret = delta_threads(&img, n);
+		if (!ret)
+			ret = tail_of(&dumped.shared, &shared, &img.shared, n);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
 	}
 	if (ret)
 		goto out;
 	fill_header(&img);
-	tail_of(&dumped.shared, &shared, &img.shared, n);
 	n->carried = sigmig_image_pending_total(&img);
 	ret = sigmig_image_encode(&img, out, len);
 	if (ret)
 		snprintf(err, errlen, "encoding the delta: %s", strerror(-ret));
+	else if (advance)
+		keep_dumped(&shared);
 out:
-	free(img.threads);
-	sigmig_rawbuf_free(&shared);
-	free_thread_peeks();
-	return ret;
-}
-
-/* ---- forwarding: the queues drained ---- */
-
-static int drain_threads(char *err, size_t errlen)
-{
-	unsigned int i;
-	int ret = 0, first = 0;
-
-	/* every thread drains, even past a failure: what one read is kept */
-	for (i = 0; i < sigmig_nthreads(); i++) {
-		struct rt_thread *t = sigmig_thread(i);
-
-		if (!atomic_load(&t->registered))
-			continue;
-		ret = sigmig_post(t, CMD_DRAIN, PEEK_TIMEOUT_MS);
-		if (ret && !first) {
-			first = ret;
-			snprintf(err, errlen, "thread %u (tid %d): %s", i, t->tid,
-				 ret == -ETIMEDOUT ? "drain timed out" : t->err);
-		}
-	}
-	return first;
-}
-
-/* The next entry of signal @sig in @now from @from, or now->count. */
-static size_t next_of(const struct rawbuf *now, int sig, size_t from)
-{
-	while (from < now->count && now->data[from * SI_MAX_SIZE] != sig)
-		from++;
-	return from;
-}
-
-/*
- * @now, drained in delivery order, less what the DUMP took (@was, in queue
- * order, and a made-up record for each signal of @unqueued): the kernel
- * delivers the entries of one signal in the order they were queued, so a
- * dumped entry of signal s is the next drained one of s unless the kernel
- * removed it in place. What is left (compacted in @now) arrived since.
- */
-static int subtract_dumped(const struct rawbuf *was, uint64_t unqueued,
-			   struct rawbuf *now, uint64_t *removed)
-{
-	size_t cursor[65] = { 0 }, i, kept = 0;
-	uint8_t *taken = calloc(now->count + 1, 1);
-	int sig;
-
-	if (!taken)
-		return -ENOMEM;
-	for (i = 0; i < was->count; i++) {
-		const uint8_t *e = was->data + i * SI_MAX_SIZE;
-		size_t at;
-
-		sig = e[0] & 63;
-		at = next_of(now, e[0], cursor[sig]);
-		if (at < now->count && sigmig_same_entry(e, now->data + at * SI_MAX_SIZE)) {
-			taken[at] = 1;
-			cursor[sig] = at + 1;
-		} else {
-			(*removed)++;
-		}
-	}
-	for (sig = 1; sig <= 64; sig++) {
-		size_t at;
-
-		if (!(unqueued & (1ull << (sig - 1))))
-			continue;
-		at = next_of(now, sig, cursor[sig & 63]);
-		if (at < now->count)
-			taken[at] = 1;
-	}
-	for (i = 0; i < now->count; i++)
-		if (!taken[i])
-			memmove(now->data + kept++ * SI_MAX_SIZE, now->data + i * SI_MAX_SIZE,
-				SI_MAX_SIZE);
-	now->count = kept;
-	free(taken);
-	return 0;
-}
-
-static int arrivals_of(const struct rawbuf *was, uint64_t unqueued,
-		       struct rawbuf *now, struct sigmig_queue *q,
-		       struct delta_counts *n)
-{
-	int ret = subtract_dumped(was, unqueued, now, &n->removed);
-
-	q->entries = (struct sigmig_siginfo *)now->data;
-	q->count = drop_timer_entries(q->entries, (uint32_t)now->count, &n->timers);
-	return ret;
-}
-
-static int drained_threads(struct sigmig_image *img, int first,
-			   struct delta_counts *n)
-{
-	static const struct rawbuf none;
-	uint32_t k;
-	int ret;
-
-	ret = add_threads(img);
-	for (k = 0; !ret && k < img->nthreads; k++) {
-		struct rt_thread *t = sigmig_thread(img->threads[k].index);
-
-		ret = arrivals_of(first ? &t->dumped : &none,
-				  first ? t->dumped_unqueued : 0, &t->peek,
-				  &img->threads[k].pending, n);
-	}
-	return ret;
-}
-
-int sigmig_forward_drain(int first, uint8_t **out, size_t *len,
-			 struct delta_counts *n, char *err, size_t errlen)
-{
-	static const struct rawbuf none;
-	struct sigmig_image img;
-	struct rawbuf shared = { 0 };
-	int ret, drained;
-
-	if (first && !dumped.valid)
-		return -ENODATA;
-	memset(&img, 0, sizeof(img));
-	memset(n, 0, sizeof(*n));
-	n->read_ns = sigmig_realtime_ns();
-	drained = drain_threads(err, errlen);
-	ret = sigmig_drain_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
-	if (!drained)
-		drained = ret;
-	ret = drained_threads(&img, first, n);
-	if (!ret)
-		ret = arrivals_of(first ? &dumped.shared : &none,
-				  first ? dumped.shared_unqueued : 0, &shared,
-				  &img.shared, n);
-	if (ret) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	fill_header(&img);
-	n->carried = sigmig_image_pending_total(&img);
-	ret = sigmig_image_encode(&img, out, len);
-	if (ret)
-		snprintf(err, errlen, "encoding the drained signals: %s", strerror(-ret));
-	else if (first)
-		sigmig_dump_forget();
-	/* a failed read keeps what was read before it: sent, and reported */
-	if (!ret && drained)
-		n->partial = 1;
-out:
-	free(img.threads);
+	free_tails(&img);
 	sigmig_rawbuf_free(&shared);
 	free_thread_peeks();
 	return ret;

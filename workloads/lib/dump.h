@@ -29,28 +29,16 @@ struct delta_counts {
 	uint64_t removed;	/* dumped entries the kernel removed since */
 	uint64_t timers;	/* timer expiries since, left to the target's timers */
 	uint64_t read_ns;	/* CLOCK_REALTIME as the first queue was read */
-	int partial;		/* a queue's drain failed part way */
 };
 
 /*
  * Every registered thread parked since the DUMP: an image of the entries
- * each queue gained since (its tail), without dequeuing. -ENODATA when no
- * DUMP was taken in this freeze.
+ * each queue gained since (its tail), without dequeuing. With @advance the
+ * queues as read now become what the next delta is computed against (a
+ * forwarder's reads: each one carries only what arrived since the last).
+ * -ENODATA when no DUMP was taken in this freeze.
  */
-int sigmig_dump_delta(uint8_t **img, size_t *len, struct delta_counts *n,
-		      char *err, size_t errlen);
-
-/*
- * Every registered thread parked: dequeue every queue (each thread its
- * own, then the shared one) into an image of what arrived, in the order
- * the kernel delivers it, without timer expiries (the target's timers
- * raise those). With @first, since the DUMP: the dumped entries are
- * dequeued too and left out (the image took them), and the DUMP is
- * forgotten; -ENODATA when no DUMP was taken in this freeze. Without it,
- * since the previous drain. A queue whose read failed part way sets
- * @n->partial: what was read is in the image all the same.
- */
-int sigmig_forward_drain(int first, uint8_t **img, size_t *len,
-			 struct delta_counts *n, char *err, size_t errlen);
+int sigmig_dump_delta(int advance, uint8_t **img, size_t *len,
+		      struct delta_counts *n, char *err, size_t errlen);
 
 #endif /* SIGMIG_DUMP_H */

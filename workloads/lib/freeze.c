@@ -36,8 +36,6 @@ static int run_parked(struct rt_thread *t, uint32_t cmd)
 	switch (cmd) {
 	case CMD_PEEK:
 		return sigmig_peek_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
-	case CMD_DRAIN:
-		return sigmig_drain_queue(PEEK_OWN_QUEUE, &t->peek, t->err, sizeof(t->err));
 	case CMD_CALL:
 		return t->call ? t->call(t) : -EINVAL;
 	case CMD_THAW:

@@ -60,13 +60,13 @@ static const char *queue_name(enum peek_queue which)
 	return which == PEEK_SHARED_QUEUE ? "shared" : "private";
 }
 
-static int open_raw_signalfd(int queue_flags, char *err, size_t errlen)
+static int open_raw_signalfd(char *err, size_t errlen)
 {
 	uint64_t mask = ~0ull & ~(1ull << (SIGMIG_FREEZE_SIGNAL - 1));
 	int fd, ret;
 
 	fd = (int)syscall(SYS_signalfd4, -1, &mask, (size_t)KERNEL_SIGSET_SIZE,
-			  SFD_RAW | queue_flags | O_CLOEXEC | O_NONBLOCK);
+			  SFD_RAW | O_CLOEXEC | O_NONBLOCK);
 	if (fd >= 0)
 		return fd;
 	ret = -errno;
@@ -112,7 +112,7 @@ int sigmig_peek_queue(enum peek_queue which, struct rawbuf *out, char *err,
 	int fd;
 
 	out->count = 0;
-	fd = open_raw_signalfd(0, err, errlen);
+	fd = open_raw_signalfd(err, errlen);
 	if (fd < 0)
 		return fd;
 	while ((n = peek_batch(fd, which, out, err, errlen)) > 0) {
@@ -124,47 +124,6 @@ int sigmig_peek_queue(enum peek_queue which, struct rawbuf *out, char *err,
 			break;
 		}
 	}
-	close(fd);
-	return (int)n;
-}
-
-/* One read() into @out behind what it holds: records read, 0 when empty, -errno. */
-static ssize_t drain_batch(int fd, enum peek_queue which, struct rawbuf *out,
-			   char *err, size_t errlen)
-{
-	ssize_t n;
-
-	if (rawbuf_reserve(out, out->count + PEEK_BATCH)) {
-		snprintf(err, errlen, "out of memory draining %zu signals", out->count);
-		return -ENOMEM;
-	}
-	do
-		n = read(fd, out->data + out->count * SI_MAX_SIZE, PEEK_BATCH * SI_MAX_SIZE);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && errno == EAGAIN)
-		return 0;
-	if (n < 0) {
-		n = -errno;
-		snprintf(err, errlen, "read(signalfd, %s queue): %s", queue_name(which),
-			 strerror((int)-n));
-		return n;
-	}
-	return n / SI_MAX_SIZE;
-}
-
-int sigmig_drain_queue(enum peek_queue which, struct rawbuf *out, char *err,
-		       size_t errlen)
-{
-	ssize_t n;
-	int fd;
-
-	out->count = 0;
-	fd = open_raw_signalfd(which == PEEK_SHARED_QUEUE ? SFD_GROUP : SFD_PRIVATE,
-			       err, errlen);
-	if (fd < 0)
-		return fd;
-	while ((n = drain_batch(fd, which, out, err, errlen)) > 0)
-		out->count += (size_t)n;
 	close(fd);
 	return (int)n;
 }

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Reading a pending queue without dequeuing it (signalfd SFD_RAW + pread at
- * a queue offset), or draining it (read): the only place that reads the
- * kernel interface.
+ * Reading a pending queue without dequeuing it: the only place that talks
+ * to the kernel interface (signalfd SFD_RAW + pread at a queue offset).
  * Async-signal-safe: a parked thread peeks its own queue inside the freeze
  * handler, so buffers are mmap()ed, never malloc()ed.
  */
@@ -27,13 +26,6 @@ enum peek_queue {
 /* The whole queue into @out (count reset first); 0 or -errno and @err. */
 int sigmig_peek_queue(enum peek_queue which, struct rawbuf *out, char *err,
 		      size_t errlen);
-/*
- * Dequeues the whole queue into @out (count reset first), in the order the
- * kernel delivers it; SFD_PRIVATE or SFD_GROUP reads. 0 or -errno and @err;
- * what was read before an error is in @out.
- */
-int sigmig_drain_queue(enum peek_queue which, struct rawbuf *out, char *err,
-		       size_t errlen);
 void sigmig_rawbuf_free(struct rawbuf *b);
 
 /*

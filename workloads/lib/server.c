@@ -267,26 +267,23 @@ static void commit_reply(int fd, const uint8_t *delta, size_t len,
 {
 	if (!delta)
 		return reply_line(fd, "{\"ok\":true}");
-	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"partial\":%s,\"image_size\":%zu}",
+	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"image_size\":%zu}",
 		   (unsigned long long)n->carried, (unsigned long long)n->removed,
-		   (unsigned long long)n->timers, (unsigned long long)n->read_ns,
-		   n->partial ? "true" : "false", len);
+		   (unsigned long long)n->timers, (unsigned long long)n->read_ns, len);
 	write_all(fd, delta, len);
 }
 
 /*
- * What arrived since the DUMP (FROZEN: peeked; FORWARDING: since the last
- * drain, dequeued). 0, -ENODATA when there is nothing to compare with, or
- * -errno with @err.
+ * What the queues gained since the DUMP (FROZEN) or since the last read
+ * (FORWARDING). 0, -ENODATA when there is nothing to compare with (a held
+ * copy, a freeze without a DUMP), or -errno with @err.
  */
 static int arrivals(enum rt_state state, uint8_t **delta, size_t *len,
 		    struct delta_counts *n, char *err, size_t errlen)
 {
-	if (state == RT_FROZEN)
-		return sigmig_dump_delta(delta, len, n, err, errlen);
-	if (state == RT_FORWARDING)
-		return sigmig_forward_drain(0, delta, len, n, err, errlen);
-	return -ENODATA;
+	if (state != RT_FROZEN && state != RT_FORWARDING)
+		return -ENODATA;
+	return sigmig_dump_delta(state == RT_FORWARDING, delta, len, n, err, errlen);
 }
 
 /*
@@ -324,9 +321,10 @@ static void do_commit(int fd, enum rt_state state, const char *arg)
 
 /*
  * The original becomes a forwarder: like COMMIT it never runs application
- * code again, but it stays alive, parked, so that its agent can take what
- * keeps arriving off its queues (DRAIN) and hand it to the copy, until
- * COMMIT ends it. The reply is the commit delta, dequeued.
+ * code again, but it stays alive, parked, so that its agent can read what
+ * keeps arriving in its queues (DRAIN) and hand it to the copy, until
+ * COMMIT ends it. The reply is the commit delta; each later read carries
+ * only what arrived since the one before.
  */
 static void do_forward(int fd, enum rt_state state, const char *arg)
 {
@@ -340,7 +338,7 @@ static void do_forward(int fd, enum rt_state state, const char *arg)
 	if (!srv.commit_exit)
 		return reply_error(fd, "not_supported",
 				   "this program does not end on COMMIT (no commit_exit hook)");
-	ret = sigmig_forward_drain(1, &delta, &len, &n, err, sizeof(err));
+	ret = sigmig_dump_delta(1, &delta, &len, &n, err, sizeof(err));
 	if (ret == -ENODATA)
 		return reply_error(fd, "wrong_state", "FORWARD needs a DUMP taken in this freeze");
 	if (ret)

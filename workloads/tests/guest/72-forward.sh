@@ -13,11 +13,6 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 SOCK=/run/sigmig/forward.sock
 SOCK2=/run/sigmig/forward-restored.sock
 
-# every queue of $1 empty: SigPnd of each thread and ShdPnd all zero
-queues_empty() {
-	! grep -h -E '^(SigPnd|ShdPnd):' /proc/"$1"/task/*/status | grep -qv ':[[:space:]]*0*$'
-}
-
 start_storm "$SOCK" "$WORK/ledger.1" --no-local --timers 0
 ok $? "sigstorm started (pid $STORM_PID)"
 reply=$(sigmig-ctl "$SOCK" DRAIN)
@@ -47,8 +42,6 @@ removed=$(echo "$reply" | json_field removed)
 [ -n "$carried" ] && [ "$carried" -ge 400 ] && [ "$removed" = 0 ] &&
 	[ "$((dumped + carried))" = "$peeked" ]
 ok $? "the delta is what the queues gained: carried $carried = $peeked pending - $dumped dumped"
-queues_empty "$STORM_PID"
-ok $? "FORWARD dequeued every queue: $(grep -h -E '^(SigPnd|ShdPnd)' /proc/"$STORM_PID"/task/*/status | sort | uniq -c | tr '\n' ' ')"
 status_is "$SOCK" forwarding
 ok $? "the original is forwarding: $(sigmig-ctl "$SOCK" STATUS | head -c 80)"
 reply=$(sigmig-ctl "$SOCK" THAW)
@@ -64,8 +57,8 @@ ok $? "350 sends to the forwarder"
 reply=$(sigmig-ctl "$SOCK" DRAIN --out "$WORK/drain1")
 ok $? "DRAIN: $reply"
 drained1=$(echo "$reply" | json_field carried)
-[ -n "$drained1" ] && [ "$drained1" -ge 300 ] && queues_empty "$STORM_PID"
-ok $? "DRAIN took $drained1 (300 real-time and the standard ones that did not merge) and left the queues empty"
+[ -n "$drained1" ] && [ "$drained1" -ge 300 ] && [ "$drained1" -le 350 ]
+ok $? "DRAIN read $drained1: the 300 real-time sends since FORWARD and the standard ones that did not merge"
 reply=$(sigmig-ctl "$SOCK" DRAIN --out "$WORK/drain-empty")
 [ "$(echo "$reply" | json_field carried)" = 0 ]
 ok $? "a DRAIN with nothing new: $reply"

@@ -4,9 +4,12 @@
  * target with every signal blocked, in the thread whose queue it reads:
  * as the daemon in the leader (compel_rpc_call_sync), by trap in any other
  * thread (compel_run_in_thread). Either way it opens an SFD_RAW signalfd on
- * every signal, copies the calling thread's private queue and, when asked,
- * the process-wide queue into the shared args area through pread() peeks,
- * which dequeue nothing, and closes the descriptor again.
+ * every signal and, on the calling thread's private queue and, when asked,
+ * the process-wide queue: copies them into the shared args area through
+ * pread() peeks, which dequeue nothing (PEEK); peeks, then dequeues them
+ * (DRAIN); or writes records back onto them (REQUEUE). One command per
+ * thread and infection: a second daemon command in the leader breaks the
+ * next thread's trap (compel 3.17), so a round trip is two infections.
  */
 #include <errno.h>
 #include <sys/signalfd.h>
@@ -50,6 +53,123 @@ static int peek_queue(int fd, struct peek_args *a, long long base,
 	}
 }
 
+static int peek(struct peek_args *a);
+
+static int open_queues(int flags)
+{
+	k_rtsigset_t all;
+
+	ksigfillset(&all);
+	return (int)sys_signalfd(-1, &all, KERNEL_SIGSET_SIZE,
+				 SFD_RAW | flags | SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* Dequeue the queue @fd reads into rec[] from rec[*used] on. */
+static int drain_queue(int fd, struct peek_args *a, uint32_t *used, uint32_t *nr)
+{
+	long got;
+
+	for (;;) {
+		if (*used >= a->max_records) {
+			a->truncated = 1;
+			return 0;
+		}
+		got = sys_read(fd, (char *)a->rec + (unsigned long)*used * PEEK_RECORD_SIZE,
+			       (size_t)(a->max_records - *used) * PEEK_RECORD_SIZE);
+		if (got == -EAGAIN)
+			return 0;
+		if (got < 0)
+			return (int)got;
+		if (got == 0 || got % PEEK_RECORD_SIZE)
+			return -EIO;
+		*nr += got / PEEK_RECORD_SIZE;
+		*used += got / PEEK_RECORD_SIZE;
+	}
+}
+
+static int drain_one(int flags, struct peek_args *a, uint32_t *used, uint32_t *nr)
+{
+	int fd = open_queues(flags), err;
+
+	if (fd < 0)
+		return fd;
+	err = drain_queue(fd, a, used, nr);
+	sys_close(fd);
+	return err;
+}
+
+/*
+ * The peek first, for the queue order; then the dequeue, so that nothing
+ * is left for a later reader. What arrived in between is among the
+ * drained records: the caller compares them with the peeked ones.
+ */
+static int drain(struct peek_args *a)
+{
+	uint32_t used;
+	int err;
+
+	peek(a);
+	a->nr_drained_private = 0;
+	a->nr_drained_shared = 0;
+	if (a->err || a->truncated)
+		return 0;
+	used = a->nr_private + a->nr_shared;
+	err = drain_one(SFD_PRIVATE, a, &used, &a->nr_drained_private);
+	if (!err && a->want_shared)
+		err = drain_one(SFD_GROUP, a, &used, &a->nr_drained_shared);
+	a->err = err;
+	return 0;
+}
+
+static int write_all(int flags, const unsigned char *rec, uint32_t nr)
+{
+	unsigned long left = (unsigned long)nr * PEEK_RECORD_SIZE;
+	int fd, err = 0;
+	long n;
+
+	if (!nr)
+		return 0;
+	fd = open_queues(flags);
+	if (fd < 0)
+		return fd;
+	while (left && !err) {
+		n = sys_write(fd, (const char *)rec, left);
+		if (n <= 0)
+			err = n < 0 ? (int)n : -EIO;
+		else {
+			rec += n;
+			left -= (unsigned long)n;
+		}
+	}
+	sys_close(fd);
+	return err;
+}
+
+/* Back onto the queues they came from, in order: the thread is the writer. */
+static int requeue(struct peek_args *a)
+{
+	a->tid = (int32_t)sys_gettid();
+	a->err = write_all(SFD_PRIVATE, a->rec, a->nr_private);
+	if (!a->err && a->want_shared)
+		a->err = write_all(SFD_GROUP, a->rec + (unsigned long)a->nr_private *
+				   PEEK_RECORD_SIZE, a->nr_shared);
+	return 0;
+}
+
+static int run(int cmd, void *args)
+{
+	switch (cmd) {
+	case PEEK_CMD:
+		return peek(args);
+	case DRAIN_CMD:
+		return drain(args);
+	case REQUEUE_CMD:
+		return requeue(args);
+	default:
+		return -EINVAL;
+	}
+}
+
 static int peek(struct peek_args *a)
 {
 	k_rtsigset_t all;
@@ -76,16 +196,12 @@ static int peek(struct peek_args *a)
 
 int parasite_trap_cmd(int cmd, void *args)
 {
-	if (cmd != PEEK_CMD)
-		return -EINVAL;
-	return peek(args);
+	return run(cmd, args);
 }
 
 int parasite_daemon_cmd(int cmd, void *args)
 {
-	if (cmd != PEEK_CMD)
-		return -EINVAL;
-	return peek(args);
+	return run(cmd, args);
 }
 
 void parasite_cleanup(void)

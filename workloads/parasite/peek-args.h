@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The compel args area shared by sigmig-peek-parasite and the parasite it
- * runs inside the target: one command, run in one thread at a time, which
- * peeks the thread's private queue and, when asked, the process-wide one.
+ * runs inside the target: one command, run in one thread at a time, on the
+ * thread's private queue and, when asked, the process-wide one.
  * Included by the freestanding parasite too: fixed-size types only.
  */
 #ifndef SIGMIG_PEEK_ARGS_H
@@ -11,7 +11,9 @@
 #include <stdint.h>
 
 /* compel's PARASITE_USER_CMDS, the first command number left to users */
-#define PEEK_CMD		64
+#define PEEK_CMD		64	/* peek: copy the queues, dequeue nothing */
+#define DRAIN_CMD		65	/* peek, then dequeue the queues whole */
+#define REQUEUE_CMD		66	/* write rec[] back onto the queues */
 
 #define PEEK_RECORD_SIZE	128	/* one SFD_RAW record, a siginfo_t */
 
@@ -22,9 +24,12 @@ struct peek_args {
 	/* out */
 	int32_t tid;		/* the thread that ran the command */
 	int32_t err;		/* 0, or -errno of the first failed call */
-	uint32_t nr_private;	/* rec[0 .. nr_private - 1] */
-	uint32_t nr_shared;	/* rec[nr_private ..] */
+	uint32_t nr_private;	/* rec[0 .. nr_private - 1] (in, for REQUEUE) */
+	uint32_t nr_shared;	/* rec[nr_private ..] (in, for REQUEUE) */
 	uint32_t truncated;	/* a queue had more records than max_records */
+	/* DRAIN: dequeued, in delivery order, behind the peeked records */
+	uint32_t nr_drained_private;
+	uint32_t nr_drained_shared;
 	uint32_t pad;
 	unsigned char rec[];	/* PEEK_RECORD_SIZE bytes each */
 };

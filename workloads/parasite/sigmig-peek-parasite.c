@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Read a process's pending signals from inside it, without dequeuing them:
- * seize every thread (ptrace), infect the process with a compel parasite,
- * have it peek each thread's private queue (and, from the leader, the
- * process-wide queue once) through an SFD_RAW signalfd, cure, detach.
- * The target runs on exactly as before, its signals still pending.
+ * Read a process's pending signals from inside it: seize every thread
+ * (ptrace), infect the process with a compel parasite, have it peek each
+ * thread's private queue (and, from the leader, the process-wide queue
+ * once) through an SFD_RAW signalfd, cure, detach. The target runs on
+ * exactly as before, its signals still pending. With --drain the parasite
+ * also dequeues what it peeked (the queues are then empty); with
+ * --requeue DIR it writes the records of DIR back, each thread its own.
  *
- *   sigmig-peek-parasite [--out DIR] [--max-records N] [-v] PID
+ *   sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR]
+ *                        [--max-records N] [-v] PID
  *
  * stdout: "private TID N crc32 X" for each thread, "shared N crc32 X",
  * then "total N records, T us seized" (T: from the first seize to the
  * last detach). With --out, DIR/private.TID.bin and DIR/shared.bin get the
- * 128-byte records, in queue order.
+ * 128-byte records, in queue order. --requeue reads the same files.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -164,6 +168,106 @@ static int save(const char *dir, const char *name, const void *buf, size_t len)
 	return ret;
 }
 
+static unsigned int cmd = PEEK_CMD;
+static const char *requeue_dir;
+
+/* @dir/@name into @buf (at most @max records): records read, or -1. */
+static long load(const char *dir, const char *name, unsigned char *buf, uint32_t max)
+{
+	char path[4096];
+	struct stat st;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;	/* an empty queue */
+		perror(path);
+		return -1;
+	}
+	if (fstat(fileno(f), &st) || st.st_size % PEEK_RECORD_SIZE ||
+	    (uint64_t)st.st_size > (uint64_t)max * PEEK_RECORD_SIZE) {
+		fprintf(stderr, "%s: not whole records, or more than %u\n", path, max);
+		fclose(f);
+		return -1;
+	}
+	n = (long)(st.st_size / PEEK_RECORD_SIZE);
+	if (n && fread(buf, PEEK_RECORD_SIZE, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "%s: short read\n", path);
+		n = -1;
+	}
+	fclose(f);
+	return n;
+}
+
+/* REQUEUE: thread @tid's records (and the shared ones) into @a. */
+static int fill(struct peek_args *a, int tid, uint32_t max)
+{
+	char name[64];
+	long np, ns = 0;
+
+	snprintf(name, sizeof(name), "private.%d.bin", tid);
+	np = load(requeue_dir, name, a->rec, max);
+	if (np >= 0 && a->want_shared)
+		ns = load(requeue_dir, "shared.bin", a->rec + np * PEEK_RECORD_SIZE,
+			  max - (uint32_t)np);
+	if (np < 0 || ns < 0)
+		return -1;
+	a->nr_private = (uint32_t)np;
+	a->nr_shared = (uint32_t)ns;
+	return 0;
+}
+
+/* Each record of @want once in @got: the same multiset of 128-byte records. */
+static int same_records(const unsigned char *want, uint32_t nw,
+			const unsigned char *got, uint32_t ng)
+{
+	unsigned char *taken;
+	uint32_t i, j;
+	int ok = nw == ng;
+
+	taken = calloc(ng + 1, 1);
+	for (i = 0; ok && taken && i < nw; i++) {
+		for (j = 0; j < ng; j++)
+			if (!taken[j] && !memcmp(want + (size_t)i * PEEK_RECORD_SIZE,
+						 got + (size_t)j * PEEK_RECORD_SIZE,
+						 PEEK_RECORD_SIZE))
+				break;
+		if (j == ng)
+			ok = 0;
+		else
+			taken[j] = 1;
+	}
+	ok = ok && taken;
+	free(taken);
+	return ok;
+}
+
+/*
+ * DRAIN: what was dequeued must be what was peeked (a signal sent to the
+ * seized process in between would be one more); the peeked order is the
+ * queue's.
+ */
+static int check_drained(const struct peek_args *a, int tid)
+{
+	const unsigned char *peeked = a->rec, *drained;
+	size_t lp = (size_t)a->nr_private * PEEK_RECORD_SIZE;
+
+	drained = a->rec + lp + (size_t)a->nr_shared * PEEK_RECORD_SIZE;
+	if (!same_records(peeked, a->nr_private, drained, a->nr_drained_private) ||
+	    !same_records(peeked + lp, a->nr_shared,
+			  drained + (size_t)a->nr_drained_private * PEEK_RECORD_SIZE,
+			  a->nr_drained_shared)) {
+		fprintf(stderr, "thread %d: drained %u + %u records, peeked %u + %u: "
+			"they differ\n", tid, a->nr_drained_private, a->nr_drained_shared,
+			a->nr_private, a->nr_shared);
+		return -1;
+	}
+	return 0;
+}
+
 /* Report what the parasite left in @a for thread @tid, save it under @out. */
 static int report(const struct peek_args *a, int tid, const char *out)
 {
@@ -184,6 +288,8 @@ static int report(const struct peek_args *a, int tid, const char *out)
 			tid, a->max_records);
 		return -1;
 	}
+	if (cmd == DRAIN_CMD && check_drained(a, tid))
+		return -1;
 	printf("private %d %u crc32 %08x\n", tid, a->nr_private, crc32(a->rec, lp));
 	if (a->want_shared)
 		printf("shared %u crc32 %08x\n", a->nr_shared, crc32(a->rec + lp, ls));
@@ -212,10 +318,12 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 
 	for (i = 0; i < nr; i++) {
 		memset(a, 0, sizeof(*a));
-		a->max_records = max;
+		a->max_records = cmd == DRAIN_CMD ? 2 * max : max;
 		a->want_shared = i == 0;
+		if (cmd == REQUEUE_CMD && fill(a, th[i].tid, max))
+			return -1;
 		if (i == 0) {
-			ret = compel_rpc_call_sync(PEEK_CMD, ctl);
+			ret = compel_rpc_call_sync(cmd, ctl);
 			if (!ret && compel_stop_daemon(ctl)) {
 				fprintf(stderr, "compel_stop_daemon() failed\n");
 				return -1;
@@ -224,7 +332,7 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 			tctl = compel_prepare_thread(ctl, th[i].tid);
 			if (!tctl)
 				return -1;
-			ret = compel_run_in_thread(tctl, PEEK_CMD);
+			ret = compel_run_in_thread(tctl, cmd);
 			compel_release_thread(tctl);
 		}
 		if (ret) {
@@ -241,7 +349,8 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--max-records N] [-v] PID\n");
+	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR] "
+		"[--max-records N] [-v] PID\n");
 	return 2;
 }
 
@@ -249,6 +358,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "out", 1, 0, 'o' }, { "max-records", 1, 0, 'm' },
+		{ "drain", 0, 0, 'd' }, { "requeue", 1, 0, 'r' },
 		{ "verbose", 0, 0, 'v' }, { 0, 0, 0, 0 }
 	};
 	static struct thread th[MAX_THREADS];
@@ -267,6 +377,12 @@ int main(int argc, char **argv)
 			max = (uint32_t)strtoul(optarg, NULL, 0);
 		else if (c == 'v')
 			log_level = COMPEL_LOG_DEBUG;
+		else if (c == 'd' && cmd == PEEK_CMD)
+			cmd = DRAIN_CMD;
+		else if (c == 'r' && cmd == PEEK_CMD) {
+			cmd = REQUEUE_CMD;
+			requeue_dir = optarg;
+		}
 		else
 			return usage();
 	}
@@ -289,7 +405,8 @@ int main(int argc, char **argv)
 	}
 	compel_infect_ctx(ctl)->log_fd = STDERR_FILENO;
 	parasite_setup_c_header(ctl);
-	size = sizeof(*a) + (unsigned long)max * PEEK_RECORD_SIZE;
+	/* DRAIN: the peeked records, then the dequeued ones */
+	size = sizeof(*a) + (unsigned long)max * PEEK_RECORD_SIZE * (cmd == DRAIN_CMD ? 2 : 1);
 	if (compel_infect(ctl, nr, size)) {
 		fprintf(stderr, "compel_infect(%d) failed\n", pid);
 		/* what compel_infect() left behind, as compel's own test does */

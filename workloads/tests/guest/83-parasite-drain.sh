@@ -1,0 +1,69 @@
+#!/bin/sh
+# The compel parasite moves a plain program's signals out of it and back:
+# peek every queue (P1), drain them through the parasite (the records must
+# be P1's, byte for byte, and every queue empty afterwards), requeue the
+# drained records through a second infection, each thread its own and the
+# leader the process-wide ones, peek again (P2 = P1: same records, same
+# order), and let the target check its queues itself: it must find exactly
+# the signals it queued.
+cd "$(dirname "$0")" && . ./lib.sh
+WORK=/tmp/wl-parasite-drain
+COUNT=${PARASITE_DRAIN_COUNT:-64}
+THREADS=${PARASITE_DRAIN_THREADS:-3}
+rm -rf "$WORK" && mkdir -p "$WORK/p1" "$WORK/drained" "$WORK/p2"
+
+# every queue of $1 empty: SigPnd of each thread and ShdPnd all zero
+queues_empty() {
+	! grep -h -E '^(SigPnd|ShdPnd):' /proc/"$1"/task/*/status | grep -qv ':[[:space:]]*0*$'
+}
+
+# same_dirs A B: the same files, equal byte for byte
+same_dirs() {
+	[ "$(ls "$1")" = "$(ls "$2")" ] || return 1
+	for f in "$1"/*.bin; do cmp -s "$f" "$2/${f##*/}" || return 1; done
+}
+
+parasite() {	# LOG ARGS...
+	log=$1
+	shift
+	timeout 120 sigmig-peek-parasite "$@" "$PID" >"$WORK/$log.out" 2>"$WORK/$log.err"
+	rc=$?
+	[ "$rc" -eq 0 ] || tail -n 10 "$WORK/$log.err" | while read -r line; do note "$line"; done
+	return "$rc"
+}
+
+setsid peek-target --dir "$WORK" --count "$COUNT" --threads "$THREADS" \
+	</dev/null >"$WORK/out" 2>&1 &
+PID=$!
+track "$PID"
+wait_until 30 grep -q '^ready' "$WORK/state"
+ok $? "peek-target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
+pending_before=$(grep -h -E '^(SigPnd|ShdPnd)' /proc/"$PID"/task/*/status | sort | tr '\n' ' ')
+
+parasite p1 --out "$WORK/p1"
+ok $? "peek through the parasite: $(tail -n 1 "$WORK/p1.out")"
+parasite drain --drain --out "$WORK/drained"
+ok $? "drain through the parasite: $(tail -n 1 "$WORK/drain.out")"
+same_dirs "$WORK/p1" "$WORK/drained"
+ok $? "the drained records are the peeked ones, byte for byte, in queue order"
+queues_empty "$PID"
+ok $? "every queue of the target is empty after the drain"
+kill -0 "$PID" 2>/dev/null
+ok $? "the target is alive after two infections"
+
+parasite requeue --requeue "$WORK/drained"
+ok $? "requeue through the parasite: $(tail -n 1 "$WORK/requeue.out")"
+pending_after=$(grep -h -E '^(SigPnd|ShdPnd)' /proc/"$PID"/task/*/status | sort | tr '\n' ' ')
+[ "$pending_before" = "$pending_after" ]
+ok $? "the pending sets are back: $pending_after"
+parasite p2 --out "$WORK/p2"
+ok $? "peek again: $(tail -n 1 "$WORK/p2.out")"
+same_dirs "$WORK/p1" "$WORK/p2"
+ok $? "every queue holds what it held before, byte for byte and in order"
+
+touch "$WORK/go"
+wait_until 60 grep -q '^done' "$WORK/state"
+ok $? "the target peeked and drained its own queues"
+grep -q '^done ok' "$WORK/state"
+ok $? "it found exactly the signals it queued: $(grep -v '^ready' "$WORK/state" | tr '\n' ' ')"
+finish

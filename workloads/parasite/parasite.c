@@ -145,14 +145,45 @@ static int write_all(int flags, const unsigned char *rec, uint32_t nr)
 	return err;
 }
 
+/*
+ * A kernel without the batched write(): one syscall per record. Positive
+ * si_codes are allowed because the parasite is the thread itself (the
+ * process-wide ones: the leader, whose tid is the pid).
+ */
+static int sigqueue_all(int shared, unsigned char *rec, uint32_t nr)
+{
+	long pid = sys_getpid(), tid = sys_gettid(), ret;
+	uint32_t i;
+
+	for (i = 0; i < nr; i++) {
+		siginfo_t *info = (siginfo_t *)(rec + (unsigned long)i * PEEK_RECORD_SIZE);
+
+		if (shared)
+			ret = sys_rt_sigqueueinfo((pid_t)pid, info->si_signo, info);
+		else
+			ret = sys_rt_tgsigqueueinfo((pid_t)pid, (pid_t)tid, info->si_signo, info);
+		if (ret < 0)
+			return (int)ret;
+	}
+	return 0;
+}
+
+static int requeue_queue(struct peek_args *a, int shared, unsigned char *rec,
+			 uint32_t nr)
+{
+	if (a->by_sigqueueinfo)
+		return sigqueue_all(shared, rec, nr);
+	return write_all(shared ? SFD_GROUP : SFD_PRIVATE, rec, nr);
+}
+
 /* Back onto the queues they came from, in order: the thread is the writer. */
 static int requeue(struct peek_args *a)
 {
 	a->tid = (int32_t)sys_gettid();
-	a->err = write_all(SFD_PRIVATE, a->rec, a->nr_private);
+	a->err = requeue_queue(a, 0, a->rec, a->nr_private);
 	if (!a->err && a->want_shared)
-		a->err = write_all(SFD_GROUP, a->rec + (unsigned long)a->nr_private *
-				   PEEK_RECORD_SIZE, a->nr_shared);
+		a->err = requeue_queue(a, 1, a->rec + (unsigned long)a->nr_private *
+				       PEEK_RECORD_SIZE, a->nr_shared);
 	return 0;
 }
 

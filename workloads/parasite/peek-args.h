@@ -30,7 +30,8 @@ struct peek_args {
 	/* DRAIN: dequeued, in delivery order, behind the peeked records */
 	uint32_t nr_drained_private;
 	uint32_t nr_drained_shared;
-	uint32_t pad;
+	/* REQUEUE: one rt_(tg)sigqueueinfo() per record, not write() */
+	uint32_t by_sigqueueinfo;
 	unsigned char rec[];	/* PEEK_RECORD_SIZE bytes each */
 };
 

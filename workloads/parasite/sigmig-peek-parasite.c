@@ -8,8 +8,11 @@
  * also dequeues what it peeked (the queues are then empty); with
  * --requeue DIR it writes the records of DIR back, each thread its own.
  *
- *   sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR]
- *                        [--max-records N] [-v] PID
+ *   sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR
+ *                        [--requeue-with write|sigqueueinfo]] [--max-records N] [-v] PID
+ *
+ * --requeue-with sigqueueinfo: one rt_(tg)sigqueueinfo() per record, as on a
+ * kernel without the batched write() (default: write()).
  *
  * stdout: "private TID N crc32 X" for each thread, "shared N crc32 X",
  * then "total N records, T us seized" (T: from the first seize to the
@@ -170,6 +173,7 @@ static int save(const char *dir, const char *name, const void *buf, size_t len)
 
 static unsigned int cmd = PEEK_CMD;
 static const char *requeue_dir;
+static int by_sigqueueinfo;
 
 /* @dir/@name into @buf (at most @max records): records read, or -1. */
 static long load(const char *dir, const char *name, unsigned char *buf, uint32_t max)
@@ -320,6 +324,7 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 		memset(a, 0, sizeof(*a));
 		a->max_records = cmd == DRAIN_CMD ? 2 * max : max;
 		a->want_shared = i == 0;
+		a->by_sigqueueinfo = (uint32_t)by_sigqueueinfo;
 		if (cmd == REQUEUE_CMD && fill(a, th[i].tid, max))
 			return -1;
 		if (i == 0) {
@@ -349,8 +354,8 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR] "
-		"[--max-records N] [-v] PID\n");
+	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR "
+		"[--requeue-with write|sigqueueinfo]] [--max-records N] [-v] PID\n");
 	return 2;
 }
 
@@ -359,6 +364,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "out", 1, 0, 'o' }, { "max-records", 1, 0, 'm' },
 		{ "drain", 0, 0, 'd' }, { "requeue", 1, 0, 'r' },
+		{ "requeue-with", 1, 0, 'w' },
 		{ "verbose", 0, 0, 'v' }, { 0, 0, 0, 0 }
 	};
 	static struct thread th[MAX_THREADS];
@@ -382,7 +388,10 @@ int main(int argc, char **argv)
 		else if (c == 'r' && cmd == PEEK_CMD) {
 			cmd = REQUEUE_CMD;
 			requeue_dir = optarg;
-		}
+		} else if (c == 'w' && !strcmp(optarg, "sigqueueinfo"))
+			by_sigqueueinfo = 1;
+		else if (c == 'w' && !strcmp(optarg, "write"))
+			by_sigqueueinfo = 0;
 		else
 			return usage();
 	}

@@ -4,13 +4,14 @@
 # be P1's, byte for byte, and every queue empty afterwards), requeue the
 # drained records through a second infection, each thread its own and the
 # leader the process-wide ones, peek again (P2 = P1: same records, same
-# order), and let the target check its queues itself: it must find exactly
-# the signals it queued.
+# order); once more with one rt_(tg)sigqueueinfo() per record (a kernel
+# without the batched write()), and let the target check its queues
+# itself: it must find exactly the signals it queued.
 cd "$(dirname "$0")" && . ./lib.sh
 WORK=/tmp/wl-parasite-drain
 COUNT=${PARASITE_DRAIN_COUNT:-64}
 THREADS=${PARASITE_DRAIN_THREADS:-3}
-rm -rf "$WORK" && mkdir -p "$WORK/p1" "$WORK/drained" "$WORK/p2"
+rm -rf "$WORK" && mkdir -p "$WORK/p1" "$WORK/drained" "$WORK/p2" "$WORK/drained2" "$WORK/p3"
 
 # every queue of $1 empty: SigPnd of each thread and ShdPnd all zero
 queues_empty() {
@@ -59,6 +60,15 @@ ok $? "the pending sets are back: $pending_after"
 parasite p2 --out "$WORK/p2"
 ok $? "peek again: $(tail -n 1 "$WORK/p2.out")"
 same_dirs "$WORK/p1" "$WORK/p2"
+ok $? "every queue holds what it held before, byte for byte and in order"
+
+parasite drain2 --drain --out "$WORK/drained2"
+queues_empty "$PID" && same_dirs "$WORK/p1" "$WORK/drained2"
+ok $? "drained again: every queue empty, the same records"
+parasite requeue2 --requeue "$WORK/drained2" --requeue-with sigqueueinfo
+ok $? "requeue one rt_(tg)sigqueueinfo() per record: $(tail -n 1 "$WORK/requeue2.out")"
+parasite p3 --out "$WORK/p3"
+same_dirs "$WORK/p1" "$WORK/p3"
 ok $? "every queue holds what it held before, byte for byte and in order"
 
 touch "$WORK/go"

@@ -167,7 +167,11 @@ void handle_delete(struct request *req, struct reply *out)
 typedef int (*state_op)(struct workload *w, json_t **result,
 			struct api_error *err);
 
-static void run_state_op(struct request *req, struct reply *out, state_op op)
+/*
+ * @op under the workload's operation; its result alone (@bare) or as
+ * {result, workload}.
+ */
+static void run_op(struct request *req, struct reply *out, state_op op, bool bare)
 {
 	struct workload *w = find_or_404(req, out);
 	struct api_error err;
@@ -182,12 +186,19 @@ static void run_state_op(struct request *req, struct reply *out, state_op op)
 	}
 	if (op(w, &result, &err))
 		reply_problem(out, &err, req);
+	else if (bare)
+		reply_json(out, 200, result);
 	else
 		reply_json(out, 200, json_pack("{s:o, s:o}", "result",
 			result ? result : json_object(), "workload",
 			workload_to_json(w, true)));
 	workload_end_op(w);
 	workload_put(w);
+}
+
+static void run_state_op(struct request *req, struct reply *out, state_op op)
+{
+	run_op(req, out, op, false);
 }
 
 void handle_freeze(struct request *req, struct reply *out)
@@ -561,22 +572,7 @@ out:
 /* On the source: a migration's spool into its target, then its thaw. */
 void handle_replay(struct request *req, struct reply *out)
 {
-	struct workload *w = find_or_404(req, out);
-	struct api_error err;
-	json_t *result = NULL;
-
-	if (!w)
-		return;
-	if (workload_begin_op(w, 0, &err)) {
-		reply_problem(out, &err, req);
-	} else {
-		if (forward_replay(w, &result, &err))
-			reply_problem(out, &err, req);
-		else
-			reply_json(out, 200, result);
-		workload_end_op(w);
-	}
-	workload_put(w);
+	run_op(req, out, forward_replay, true);
 }
 
 void handle_metrics(struct request *req, struct reply *out)

@@ -132,39 +132,36 @@ void metrics_phase(enum migration_phase phase, double seconds)
 	pthread_mutex_unlock(&m.lock);
 }
 
-void metrics_signals_dumped(uint64_t n)
+static void add_count(uint64_t *counter, uint64_t n)
 {
 	pthread_mutex_lock(&m.lock);
-	m.signals_dumped += n;
+	*counter += n;
 	pthread_mutex_unlock(&m.lock);
+}
+
+void metrics_signals_dumped(uint64_t n)
+{
+	add_count(&m.signals_dumped, n);
 }
 
 void metrics_signals_requeued(uint64_t n)
 {
-	pthread_mutex_lock(&m.lock);
-	m.signals_requeued += n;
-	pthread_mutex_unlock(&m.lock);
+	add_count(&m.signals_requeued, n);
 }
 
 void metrics_signals_carried(uint64_t n)
 {
-	pthread_mutex_lock(&m.lock);
-	m.signals_carried += n;
-	pthread_mutex_unlock(&m.lock);
+	add_count(&m.signals_carried, n);
 }
 
 void metrics_signals_forwarded(uint64_t n)
 {
-	pthread_mutex_lock(&m.lock);
-	m.signals_forwarded += n;
-	pthread_mutex_unlock(&m.lock);
+	add_count(&m.signals_forwarded, n);
 }
 
 void metrics_signals_spooled(uint64_t n)
 {
-	pthread_mutex_lock(&m.lock);
-	m.signals_spooled += n;
-	pthread_mutex_unlock(&m.lock);
+	add_count(&m.signals_spooled, n);
 }
 
 static void render_histogram(FILE *f, const char *name, const char *labels,

@@ -847,8 +847,12 @@ static int post_delta(struct rt_thread *t, uint32_t cmd, const char *what,
 	return ret;
 }
 
-/* Each thread's part from that thread, then the shared part from main. */
-static int requeue_delta(const struct sigmig_image *d, char *err, size_t errlen)
+typedef int (*post_part)(struct rt_thread *t, const char *what, char *err,
+			 size_t errlen);
+
+/* Each thread's part of @d, posted to that thread by @post. */
+static int requeue_threads(const struct sigmig_image *d, post_part post, char *err,
+			   size_t errlen)
 {
 	char what[64];
 	uint32_t i;
@@ -858,10 +862,23 @@ static int requeue_delta(const struct sigmig_image *d, char *err, size_t errlen)
 		struct rt_thread *t = sigmig_thread(d->threads[i].index);
 
 		t->delta = &d->threads[i];
-		snprintf(what, sizeof(what), "requeue delta, thread %u", d->threads[i].index);
-		ret = post_delta(t, CMD_REQUEUE_DELTA, what, err, errlen);
+		snprintf(what, sizeof(what), "requeue, thread %u", d->threads[i].index);
+		ret = post(t, what, err, errlen);
 		t->delta = NULL;
 	}
+	return ret;
+}
+
+static int post_held_part(struct rt_thread *t, const char *what, char *err, size_t errlen)
+{
+	return post_delta(t, CMD_REQUEUE_DELTA, what, err, errlen);
+}
+
+/* Each thread's part from that thread, then the shared part from main. */
+static int requeue_delta(const struct sigmig_image *d, char *err, size_t errlen)
+{
+	int ret = requeue_threads(d, post_held_part, err, errlen);
+
 	if (ret || !d->shared.count)
 		return ret;
 	rs.delta_shared = &d->shared;
@@ -1015,21 +1032,17 @@ static struct rt_thread *shared_writer(void)
 	return NULL;
 }
 
+static int post_parked_part(struct rt_thread *t, const char *what, char *err,
+			    size_t errlen)
+{
+	return post_call(t, call_requeue_private, what, err, errlen);
+}
+
 static int requeue_parked(const struct sigmig_image *d, char *err, size_t errlen)
 {
 	struct rt_thread *writer;
-	char what[64];
-	uint32_t i;
-	int ret = 0;
+	int ret = requeue_threads(d, post_parked_part, err, errlen);
 
-	for (i = 0; i < d->nthreads && !ret; i++) {
-		struct rt_thread *t = sigmig_thread(d->threads[i].index);
-
-		t->delta = &d->threads[i];
-		snprintf(what, sizeof(what), "requeue, thread %u", d->threads[i].index);
-		ret = post_call(t, call_requeue_private, what, err, errlen);
-		t->delta = NULL;
-	}
 	if (ret || !d->shared.count)
 		return ret;
 	writer = shared_writer();

@@ -292,6 +292,16 @@ static int arrivals(enum rt_state state, uint8_t **delta, size_t *len,
  * and only what arrives between that read and the exit is lost
  * (docs/design.md, "What a sender is promised").
  */
+/* The library never ends the process itself: the program's hook does. */
+static int can_end(int fd)
+{
+	if (srv.commit_exit)
+		return 1;
+	reply_error(fd, "not_supported",
+		    "this program does not end on COMMIT (no commit_exit hook)");
+	return 0;
+}
+
 static void do_commit(int fd, enum rt_state state, const char *arg)
 {
 	struct delta_counts n = { 0 };
@@ -301,9 +311,8 @@ static void do_commit(int fd, enum rt_state state, const char *arg)
 	int ret;
 
 	(void)arg;
-	if (!srv.commit_exit)
-		return reply_error(fd, "not_supported",
-				   "this program does not end on COMMIT (no commit_exit hook)");
+	if (!can_end(fd))
+		return;
 	ret = arrivals(state, &delta, &len, &n, err, sizeof(err));
 	if (ret && ret != -ENODATA)
 		return reply_error(fd, "dump_failed", err);
@@ -335,9 +344,8 @@ static void do_forward(int fd, enum rt_state state, const char *arg)
 	int ret;
 
 	(void)arg;
-	if (!srv.commit_exit)
-		return reply_error(fd, "not_supported",
-				   "this program does not end on COMMIT (no commit_exit hook)");
+	if (!can_end(fd))
+		return;
 	ret = sigmig_dump_delta(1, &delta, &len, &n, err, sizeof(err));
 	if (ret == -ENODATA)
 		return reply_error(fd, "wrong_state", "FORWARD needs a DUMP taken in this freeze");

@@ -14,11 +14,7 @@ COUNT=${PARASITE_PEEK_COUNT:-64}
 THREADS=${PARASITE_PEEK_THREADS:-3}
 rm -rf "$WORK" && mkdir -p "$WORK/parasite"
 
-setsid peek-target --dir "$WORK" --count "$COUNT" --threads "$THREADS" \
-	</dev/null >"$WORK/out" 2>&1 &
-PID=$!
-track "$PID"
-wait_until 30 grep -q '^ready' "$WORK/state"
+start_peek_target "$COUNT" "$THREADS"
 ok $? "peek-target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
 note "SigQ $(grep SigQ "/proc/$PID/status" | cut -f2), ShdPnd $(grep ShdPnd "/proc/$PID/status" | cut -f2)"
 # Not State: the target may be caught running (R) one time, sleeping the next.

@@ -33,11 +33,7 @@ parasite() {	# LOG ARGS...
 	return "$rc"
 }
 
-setsid peek-target --dir "$WORK" --count "$COUNT" --threads "$THREADS" \
-	</dev/null >"$WORK/out" 2>&1 &
-PID=$!
-track "$PID"
-wait_until 30 grep -q '^ready' "$WORK/state"
+start_peek_target "$COUNT" "$THREADS"
 ok $? "peek-target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
 pending_before=$(grep -h -E '^(SigPnd|ShdPnd)' /proc/"$PID"/task/*/status | sort | tr '\n' ' ')
 

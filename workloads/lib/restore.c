@@ -46,6 +46,7 @@ enum outcome { RESTORE_PENDING, RESTORE_DONE, RESTORE_FAILED };
 
 static struct {
 	int active;			/* set once, before any thread exists */
+	int probed;			/* not restored: by_write probed for REQUEUE */
 	int hold;
 	struct sigmig_image image;
 	_Atomic int led;		/* the main thread has taken the lead */
@@ -940,8 +941,12 @@ static size_t moved_count(const struct sigmig_queue *q)
 	return q ? q->count : 0;
 }
 
-static int verify_delta(const struct sigmig_image *d, uint64_t *merged, char *err,
-			size_t errlen)
+/*
+ * Every requeued entry pending afterwards, in order: in a @held copy behind
+ * the restored entries, in a parked one anywhere behind what was pending.
+ */
+static int verify_requeued(const struct sigmig_image *d, int held, uint64_t *merged,
+			   char *err, size_t errlen)
 {
 	struct rawbuf shared = { 0 };
 	char what[64];
@@ -950,9 +955,9 @@ static int verify_delta(const struct sigmig_image *d, uint64_t *merged, char *er
 
 	for (i = 0; i < d->nthreads && !ret; i++) {
 		struct rt_thread *t = sigmig_thread(d->threads[i].index);
-		const struct sigmig_thread *moved = image_thread(d->threads[i].index);
+		const struct sigmig_thread *moved = held ? image_thread(d->threads[i].index) : NULL;
 
-		snprintf(what, sizeof(what), "verify delta, thread %u", d->threads[i].index);
+		snprintf(what, sizeof(what), "verify, thread %u", d->threads[i].index);
 		ret = post_delta(t, CMD_PEEK, what, err, errlen);
 		if (!ret)
 			ret = find_forwarded(what, &t->peek,
@@ -960,37 +965,16 @@ static int verify_delta(const struct sigmig_image *d, uint64_t *merged, char *er
 					     &d->threads[i].pending, merged, err, errlen);
 		sigmig_rawbuf_free(&t->peek);
 	}
-	if (ret)
+	if (ret || !d->shared.count)
 		return ret;
 	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
 	if (!ret)
-		ret = find_forwarded("shared queue", &shared, rs.image.shared.count,
+		ret = find_forwarded("shared queue", &shared, held ? rs.image.shared.count : 0,
 				     &d->shared, merged, err, errlen);
 	sigmig_rawbuf_free(&shared);
 	return ret;
 }
 
-int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued,
-				 uint64_t *merged, char *err, size_t errlen)
-{
-	struct sigmig_image d;
-	int ret;
-
-	memset(&d, 0, sizeof(d));
-	ret = load_delta(path, &d, err, errlen);
-	if (ret)
-		return ret;
-	*merged = 0;
-	ret = requeue_delta(&d, err, errlen);
-	if (!ret)
-		ret = verify_delta(&d, merged, err, errlen);
-	if (!ret) {
-		*requeued = sigmig_image_pending_total(&d) - *merged;
-		atomic_fetch_add(&rs.carried, *requeued);
-	}
-	sigmig_image_free(&d);
-	return ret;
-}
 
 /* ---- forwarded signals, into a copy that runs or is frozen ---- */
 
@@ -1056,54 +1040,42 @@ static int requeue_parked(const struct sigmig_image *d, char *err, size_t errlen
 	return ret;
 }
 
-static int verify_parked(const struct sigmig_image *d, uint64_t *merged,
-			 char *err, size_t errlen)
-{
-	struct rawbuf shared = { 0 };
-	char what[64];
-	uint32_t i;
-	int ret = 0;
-
-	for (i = 0; i < d->nthreads && !ret; i++) {
-		struct rt_thread *t = sigmig_thread(d->threads[i].index);
-
-		snprintf(what, sizeof(what), "thread %u", d->threads[i].index);
-		ret = post_delta(t, CMD_PEEK, what, err, errlen);
-		if (!ret)
-			ret = find_forwarded(what, &t->peek, 0, &d->threads[i].pending,
-					     merged, err, errlen);
-		sigmig_rawbuf_free(&t->peek);
-	}
-	if (ret || !d->shared.count)
-		return ret;
-	ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
-	if (!ret)
-		ret = find_forwarded("shared queue", &shared, 0, &d->shared, merged,
-				     err, errlen);
-	sigmig_rawbuf_free(&shared);
-	return ret;
-}
-
-int sigmig_requeue_parked(const char *path, uint64_t *requeued, uint64_t *merged,
-			  char *err, size_t errlen)
+/* The image file @path into a @held or a parked copy, then verified. */
+static int requeue_file(const char *path, int held, uint64_t *requeued,
+			uint64_t *merged, char *err, size_t errlen)
 {
 	struct sigmig_image d;
 	int ret;
 
-	if (!rs.active)
-		rs.by_write = sfd_probe_write();
 	memset(&d, 0, sizeof(d));
 	ret = load_delta(path, &d, err, errlen);
 	if (ret)
 		return ret;
 	*merged = 0;
-	ret = requeue_parked(&d, err, errlen);
+	ret = held ? requeue_delta(&d, err, errlen) : requeue_parked(&d, err, errlen);
 	if (!ret)
-		ret = verify_parked(&d, merged, err, errlen);
+		ret = verify_requeued(&d, held, merged, err, errlen);
 	if (!ret) {
 		*requeued = sigmig_image_pending_total(&d) - *merged;
 		atomic_fetch_add(&rs.carried, *requeued);
 	}
 	sigmig_image_free(&d);
 	return ret;
+}
+
+int sigmig_restore_requeue_delta(const char *path, uint64_t *requeued,
+				 uint64_t *merged, char *err, size_t errlen)
+{
+	return requeue_file(path, 1, requeued, merged, err, errlen);
+}
+
+int sigmig_requeue_parked(const char *path, uint64_t *requeued, uint64_t *merged,
+			  char *err, size_t errlen)
+{
+	/* a process that did not restore chose no method yet: once, here */
+	if (!rs.active && !rs.probed) {
+		rs.by_write = sfd_probe_write();
+		rs.probed = 1;
+	}
+	return requeue_file(path, 0, requeued, merged, err, errlen);
 }

@@ -8,7 +8,8 @@
  * its own queue twice: peeked through pread() on an SFD_RAW signalfd
  * (DIR/self-private.TID.bin, the leader also DIR/self-shared.bin), then
  * dequeued through read() (DIR/drain-private.TID.bin, drain-shared.bin),
- * and the leader writes "done" with the counts it expected and found.
+ * and the leader writes "done" with the counts it expected and found and
+ * each thread's MXCSR, which must be the one it set (FPU state kept).
  *
  *   peek-target --dir DIR [--count N] [--threads T]
  */
@@ -24,6 +25,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include <sigmig/sfd.h>
 
@@ -40,6 +42,15 @@ static int count = 32, nthreads = 3;
 static pid_t pid;
 static _Atomic int tids[MAX_THREADS], turn, finished;
 static int found[MAX_THREADS][2];	/* peeked, drained (private) */
+static unsigned int mxcsr[MAX_THREADS];	/* each thread's, once DIR/go exists */
+
+/*
+ * Every thread runs with this MXCSR (round toward zero, flush to zero; the
+ * default is 0x1f80) and reports the one it has at the end: a parasite, or
+ * the one who put it in, that does not give a thread back its FPU state
+ * shows here.
+ */
+#define MXCSR_MARK	0xff80u
 static int found_shared[2];
 
 static void sleep_ms(long ms)
@@ -143,11 +154,13 @@ static void *worker(void *arg)
 {
 	int i = (int)(long)arg;
 
+	_mm_setcsr(MXCSR_MARK);
 	tids[i] = (int)syscall(SYS_gettid);
 	while (turn != i)	/* the leader lets the workers read in turn */
 		sleep_ms(10);
 	if (read_own_queues(i))
 		found[i][0] = found[i][1] = -1;
+	mxcsr[i] = _mm_getcsr();
 	finished = i;
 	return NULL;
 }
@@ -229,6 +242,7 @@ int main(int argc, char **argv)
 	setvbuf(state, NULL, _IOLBF, 0);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	_mm_setcsr(MXCSR_MARK);
 	pid = getpid();
 	tids[0] = pid;
 	for (i = 1; i < nthreads; i++) {
@@ -252,16 +266,18 @@ int main(int argc, char **argv)
 		sleep_ms(10);
 	if (read_own_queues(0))
 		found[0][0] = found[0][1] = -1;
+	mxcsr[0] = _mm_getcsr();
 	for (i = 1; i < nthreads; i++) {
 		turn = i;
 		while (finished != i)
 			sleep_ms(1);
 	}
 	for (i = 0; i < nthreads; i++) {
-		if (found[i][0] != want_private || found[i][1] != want_private)
+		if (found[i][0] != want_private || found[i][1] != want_private ||
+		    mxcsr[i] != MXCSR_MARK)
 			bad = 1;
-		fprintf(state, "private %d peeked %d drained %d want %d\n", tids[i],
-			found[i][0], found[i][1], want_private);
+		fprintf(state, "private %d peeked %d drained %d want %d mxcsr %#x\n",
+			tids[i], found[i][0], found[i][1], want_private, mxcsr[i]);
 	}
 	if (found_shared[0] != want_shared || found_shared[1] != want_shared)
 		bad = 1;

@@ -307,6 +307,15 @@ static int report(const struct peek_args *a, int tid, const char *out)
 	return 0;
 }
 
+/* compel_get_thread_regs()'s callback: compel keeps the registers itself. */
+static int keep_regs(void *arg, user_regs_struct_t *regs, user_fpregs_struct_t *ext)
+{
+	(void)arg;
+	(void)regs;
+	(void)ext;
+	return 0;
+}
+
 /*
  * Run the parasite in every seized thread: the leader through the daemon,
  * which then stops (as CRIU does before dumping threads), so that its
@@ -337,7 +346,16 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 			tctl = compel_prepare_thread(ctl, th[i].tid);
 			if (!tctl)
 				return -1;
-			ret = compel_run_in_thread(tctl, cmd);
+			/*
+			 * compel_prepare_thread() saves the general registers
+			 * only, but the trap puts back the FPU/xstate ones too:
+			 * from uninitialised memory, unless they are read
+			 * first (as CRIU does): EINVAL, or a thread whose FPU
+			 * state was silently replaced.
+			 */
+			ret = compel_get_thread_regs(tctl, keep_regs, NULL);
+			if (!ret)
+				ret = compel_run_in_thread(tctl, cmd);
 			compel_release_thread(tctl);
 		}
 		if (ret) {

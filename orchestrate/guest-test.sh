@@ -14,6 +14,7 @@ guest_pid=""
 usage_text() {
 	cat <<'EOF'
 Usage: guest-test.sh [--only c1[,c2...]|bench] [--skip c1[,c2...]]
+                     (c:WORD, bench:WORD: only the programs whose name has WORD)
                      [--kernel-flavor default|debug] [--initrd FILE]
                      [--timeout SEC] [--test-timeout SEC] [--quiet] [--no-build]
   --no-build: boot the kernel and initramfs already built (make test builds

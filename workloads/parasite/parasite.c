@@ -7,7 +7,8 @@
  * every signal and, on the calling thread's private queue and, when asked,
  * the process-wide queue: copies them into the shared args area through
  * pread() peeks, which dequeue nothing (PEEK); peeks, then dequeues them
- * (DRAIN); or writes records back onto them (REQUEUE). One command per
+ * (DRAIN); or writes records back onto them, in front of what they hold,
+ * and peeks them again for the caller to verify (REQUEUE). One command per
  * thread and infection: a second daemon command in the leader breaks the
  * next thread's trap (compel 3.17), so a round trip is two infections.
  */
@@ -176,14 +177,87 @@ static int requeue_queue(struct peek_args *a, int shared, unsigned char *rec,
 	return write_all(shared ? SFD_GROUP : SFD_PRIVATE, rec, nr);
 }
 
-/* Back onto the queues they came from, in order: the thread is the writer. */
+/*
+ * Put @nr records back onto one queue in front of what it holds now: what
+ * is queued already came later (CRIU's restorer queues what reached the
+ * stopped process after our drain, before we run; the original gets new
+ * signals while stopped). Take those out, peeked for their order and
+ * dequeued, write ours, then theirs. @scratch has room for them.
+ */
+static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
+			    uint32_t nr, unsigned char *scratch, uint32_t *late)
+{
+	int flags = shared ? SFD_GROUP : SFD_PRIVATE, fd, err;
+	long long base = shared ? SFD_SHARED_QUEUE_OFFSET : SFD_PER_THREAD_QUEUE_OFFSET;
+	uint32_t peeked = 0, dequeued = 0, used, room = a->max_records;
+	unsigned char *drained;
+
+	fd = open_queues(flags);
+	if (fd < 0)
+		return fd;
+	used = (uint32_t)((scratch - a->rec) / PEEK_RECORD_SIZE);
+	a->max_records = used + (room - used) / 2;
+	err = peek_queue(fd, a, base, &peeked);
+	drained = a->rec + (unsigned long)a->max_records * PEEK_RECORD_SIZE;
+	if (!err && !a->truncated) {
+		uint32_t at = a->max_records;
+
+		a->max_records = room;
+		err = drain_queue(fd, a, &at, &dequeued);
+	}
+	a->max_records = room;
+	sys_close(fd);
+	*late = dequeued;
+	if (err || a->truncated)
+		return err ? err : -E2BIG;
+	err = requeue_queue(a, shared, rec, nr);
+	/* the peek's order when nothing came between the peek and the dequeue */
+	if (!err && dequeued)
+		err = requeue_queue(a, shared, peeked == dequeued ? scratch : drained,
+				    dequeued);
+	return err;
+}
+
+/*
+ * Back onto the queues they came from, in order: the thread is the writer.
+ * Then each queue is peeked behind the records, for the caller to verify.
+ */
 static int requeue(struct peek_args *a)
 {
+	uint32_t nr = a->nr_private + a->nr_shared, room = a->max_records;
+	unsigned char *scratch = a->rec + (unsigned long)nr * PEEK_RECORD_SIZE;
+	uint32_t after = 0;
+	int fd, err;
+
 	a->tid = (int32_t)sys_gettid();
-	a->err = requeue_queue(a, 0, a->rec, a->nr_private);
-	if (!a->err && a->want_shared)
-		a->err = requeue_queue(a, 1, a->rec + (unsigned long)a->nr_private *
-				       PEEK_RECORD_SIZE, a->nr_shared);
+	err = requeue_in_front(a, 0, a->rec, a->nr_private, scratch,
+			       &a->nr_late_private);
+	if (!err && a->want_shared)
+		err = requeue_in_front(a, 1, a->rec + (unsigned long)a->nr_private *
+				       PEEK_RECORD_SIZE, a->nr_shared, scratch,
+				       &a->nr_late_shared);
+	if (err) {
+		a->err = err;
+		return 0;
+	}
+	fd = open_queues(SFD_PRIVATE);
+	if (fd < 0) {
+		a->err = fd;
+		return 0;
+	}
+	/* peek_queue() appends behind nr_private + nr_shared */
+	a->max_records = room;
+	err = peek_queue(fd, a, SFD_PER_THREAD_QUEUE_OFFSET, &after);
+	a->nr_after_private = after;
+	if (!err && a->want_shared) {
+		a->nr_private += after;
+		after = 0;
+		err = peek_queue(fd, a, SFD_SHARED_QUEUE_OFFSET, &after);
+		a->nr_private -= a->nr_after_private;
+		a->nr_after_shared = after;
+	}
+	sys_close(fd);
+	a->err = err;
 	return 0;
 }
 

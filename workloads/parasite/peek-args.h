@@ -13,7 +13,7 @@
 /* compel's PARASITE_USER_CMDS, the first command number left to users */
 #define PEEK_CMD		64	/* peek: copy the queues, dequeue nothing */
 #define DRAIN_CMD		65	/* peek, then dequeue the queues whole */
-#define REQUEUE_CMD		66	/* write rec[] back onto the queues */
+#define REQUEUE_CMD		66	/* write rec[] back, in front; peek to verify */
 
 #define PEEK_RECORD_SIZE	128	/* one SFD_RAW record, a siginfo_t */
 
@@ -32,6 +32,12 @@ struct peek_args {
 	uint32_t nr_drained_shared;
 	/* REQUEUE: one rt_(tg)sigqueueinfo() per record, not write() */
 	uint32_t by_sigqueueinfo;
+	/* REQUEUE: records found queued before ours and put back behind them */
+	uint32_t nr_late_private;
+	uint32_t nr_late_shared;
+	/* REQUEUE: each queue peeked afterwards, behind the records written */
+	uint32_t nr_after_private;
+	uint32_t nr_after_shared;
 	unsigned char rec[];	/* PEEK_RECORD_SIZE bytes each */
 };
 

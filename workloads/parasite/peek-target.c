@@ -3,7 +3,8 @@
  * The target of the parasite test, a plain program (no sigmig runtime):
  * every catchable signal blocked in all its threads, it queues to itself
  * N real-time signals process-wide and N to each thread (distinct values),
- * plus a few standard signals to the process and to each thread, writes
+ * plus a few standard signals to the process and to each thread (none at
+ * all with --count 0), writes
  * "ready PID" to DIR/state and waits for DIR/go. Then each thread reads
  * its own queue twice: peeked through pread() on an SFD_RAW signalfd
  * (DIR/self-private.TID.bin, the leader also DIR/self-shared.bin), then
@@ -183,6 +184,9 @@ static int queue_records(void)
 {
 	int i, t;
 
+	if (!count)	/* a process with nothing pending, the baseline */
+		return 0;
+
 	for (i = 0; i < count; i++) {
 		/* two signal numbers, so that the queues interleave them */
 		if (sigqueue(pid, SIGRTMIN + 1 + i % 2, (union sigval){ .sival_int = i }))
@@ -219,8 +223,8 @@ static int parse(int argc, char **argv)
 		else
 			return -1;
 	}
-	return dir && count > 0 && nthreads > 0 && nthreads <= MAX_THREADS &&
-	       count * (nthreads + 1) < RECORDS_MAX ? 0 : -1;
+	return dir && count >= 0 && nthreads > 0 && nthreads <= MAX_THREADS &&
+	       count + NR(shared_std) < RECORDS_MAX ? 0 : -1;	/* per queue */
 }
 
 int main(int argc, char **argv)
@@ -256,8 +260,8 @@ int main(int argc, char **argv)
 		fprintf(state, "queueing failed: %s\n", strerror(errno));
 		return 1;
 	}
-	want_private = count + NR(private_std);
-	want_shared = count + NR(shared_std);
+	want_private = count ? count + NR(private_std) : 0;
+	want_shared = count ? count + NR(shared_std) : 0;
 	fprintf(state, "ready %d private %d shared %d threads %d\n", pid,
 		want_private, want_shared, nthreads);
 

@@ -5,8 +5,11 @@
  * thread's private queue (and, from the leader, the process-wide queue
  * once) through an SFD_RAW signalfd, cure, detach. The target runs on
  * exactly as before, its signals still pending. With --drain the parasite
- * also dequeues what it peeked (the queues are then empty); with
- * --requeue DIR it writes the records of DIR back, each thread its own.
+ * also dequeues them; what is saved is what left the process, in queue
+ * order (a signal that arrived between the peek and the dequeue goes
+ * last). With --requeue DIR it writes the records of DIR back, each thread
+ * its own, in front of anything the queue holds by then (which came
+ * later), and peeks every queue to verify it.
  *
  *   sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR
  *                        [--requeue-with write|sigqueueinfo]] [--max-records N] [-v] PID
@@ -14,10 +17,21 @@
  * --requeue-with sigqueueinfo: one rt_(tg)sigqueueinfo() per record, as on a
  * kernel without the batched write() (default: write()).
  *
- * stdout: "private TID N crc32 X" for each thread, "shared N crc32 X",
- * then "total N records, T us seized" (T: from the first seize to the
- * last detach). With --out, DIR/private.TID.bin and DIR/shared.bin get the
- * 128-byte records, in queue order. --requeue reads the same files.
+ * --thaw CG / --freeze CG: CG is the target's cgroup (v2). A target held
+ * frozen there cannot run the parasite: --thaw thaws CG once every thread
+ * is seized (ptrace holds them from then on). --freeze freezes CG before
+ * the threads are released, so that they go on being held, with no signal
+ * sent to them, until the next tool (CRIU) takes over: SIGSTOP/SIGCONT
+ * would queue a SIGCONT record in a process that blocks SIGCONT and flush
+ * pending stop signals or a pending SIGCONT from its queues.
+ *
+ * stdout: "private TID N crc32 X" for each thread, "shared N crc32 X"
+ * (REQUEUE: "requeued private|shared TID N late L verified"), then
+ * "total N records, T us seized" (T: from the first seize to the last
+ * detach). With --out, DIR/private.TID.bin and DIR/shared.bin get the
+ * 128-byte records, in queue order; TID is the thread's id in its own PID
+ * namespace, so that a copy CRIU restored into a new one finds its
+ * records. --requeue reads the same files.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,7 +55,8 @@
 #define MAX_THREADS	1024
 
 struct thread {
-	int tid;
+	int tid;		/* in our PID namespace: what we seize */
+	int own_tid;		/* in the target's: what it calls itself */
 	int state;		/* compel_stop_task()'s, for compel_resume_task() */
 };
 
@@ -74,6 +89,35 @@ static long long now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/*
+ * The tid thread @tid has in its own PID namespace (the last NSpid field):
+ * records are filed under it, so that a process CRIU restored into a new
+ * namespace finds its threads' records whatever tids it has out here.
+ */
+static int own_tid(int tid)
+{
+	char path[64], line[256];
+	int own = tid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return tid;
+	while (fgets(line, sizeof(line), f)) {
+		char *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		last = strrchr(line, '\t');
+		if (last)
+			own = atoi(last + 1);
+		break;
+	}
+	fclose(f);
+	return own > 0 ? own : tid;
 }
 
 static int seized(const struct thread *th, int nr, int tid)
@@ -119,6 +163,7 @@ static int seize_threads(int pid, struct thread *th)
 			/* the leader goes first: th[0] is the one compel infects */
 			if (!nr && tid != pid) {
 				th[nr].tid = pid;
+				th[nr].own_tid = own_tid(pid);
 				th[nr].state = compel_stop_task(pid);
 				if (th[nr].state < 0)
 					goto fail;
@@ -127,6 +172,7 @@ static int seize_threads(int pid, struct thread *th)
 					continue;
 			}
 			th[nr].tid = tid;
+			th[nr].own_tid = own_tid(tid);
 			th[nr].state = compel_stop_task(tid);
 			if (th[nr].state < 0)
 				goto fail;
@@ -139,6 +185,64 @@ static int seize_threads(int pid, struct thread *th)
 fail:
 	fprintf(stderr, "cannot seize thread %d of %d\n", th[nr].tid, pid);
 	closedir(dir);
+	return -1;
+}
+
+static int write_file(const char *dir, const char *name, const char *val)
+{
+	char path[512];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	ret = fputs(val, f) < 0;
+	if (fclose(f) || ret) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* cgroup.events says "frozen 1": every task of @cg is held, ours included */
+static int cgroup_frozen(const char *cg)
+{
+	char path[512], line[64];
+	int frozen = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strcmp(line, "frozen 1\n"))
+			frozen = 1;
+	fclose(f);
+	return frozen;
+}
+
+/*
+ * Freeze @cg and wait (5 s at most) until it is frozen. Our threads are
+ * in ptrace stops, which count as frozen, so this takes no longer than
+ * the kernel's bookkeeping.
+ */
+static int freeze_cgroup(const char *cg)
+{
+	int i;
+
+	if (write_file(cg, "cgroup.freeze", "1"))
+		return -1;
+	for (i = 0; i < 5000; i++) {
+		if (cgroup_frozen(cg) == 1)
+			return 0;
+		usleep(1000);
+	}
+	fprintf(stderr, "%s: not frozen after 5 s\n", cg);
 	return -1;
 }
 
@@ -174,6 +278,16 @@ static int save(const char *dir, const char *name, const void *buf, size_t len)
 static unsigned int cmd = PEEK_CMD;
 static const char *requeue_dir;
 static int by_sigqueueinfo;
+
+/*
+ * The args area, in --max-records: DRAIN the peeked records and the
+ * dequeued ones; REQUEUE the records, the late ones (peeked and dequeued)
+ * and the queues peeked afterwards.
+ */
+static unsigned int area_factor(void)
+{
+	return cmd == DRAIN_CMD ? 2 : cmd == REQUEUE_CMD ? 4 : 1;
+}
 
 /* @dir/@name into @buf (at most @max records): records read, or -1. */
 static long load(const char *dir, const char *name, unsigned char *buf, uint32_t max)
@@ -224,65 +338,172 @@ static int fill(struct peek_args *a, int tid, uint32_t max)
 	return 0;
 }
 
-/* Each record of @want once in @got: the same multiset of 128-byte records. */
-static int same_records(const unsigned char *want, uint32_t nw,
-			const unsigned char *got, uint32_t ng)
-{
-	unsigned char *taken;
-	uint32_t i, j;
-	int ok = nw == ng;
+#define NR_SIGNALS	64
+#define RECORD(base, i)	((base) + (size_t)(i) * PEEK_RECORD_SIZE)
 
-	taken = calloc(ng + 1, 1);
-	for (i = 0; ok && taken && i < nw; i++) {
-		for (j = 0; j < ng; j++)
-			if (!taken[j] && !memcmp(want + (size_t)i * PEEK_RECORD_SIZE,
-						 got + (size_t)j * PEEK_RECORD_SIZE,
-						 PEEK_RECORD_SIZE))
-				break;
-		if (j == ng)
-			ok = 0;
-		else
-			taken[j] = 1;
+static int record_signo(const unsigned char *rec)
+{
+	int signo;
+
+	memcpy(&signo, rec, sizeof(signo));	/* si_signo leads every layout */
+	return signo >= 1 && signo <= NR_SIGNALS ? signo : 0;
+}
+
+/* What left one queue, in that queue's order. */
+struct left_queue {
+	unsigned char *rec;
+	uint32_t nr;
+	uint32_t arrived;	/* dequeued, but not there when peeked */
+	uint32_t kept;		/* peeked, but still in the queue */
+};
+
+/*
+ * DRAIN: the peek gives the queue's order, the dequeue what actually left,
+ * in delivery order: by signal number, each signal's records in queue
+ * order. So a peeked record that left is the next dequeued one of its
+ * signal. One that was not dequeued (the drain failed part way) is still
+ * in the process and is not saved; one that was dequeued without having
+ * been peeked arrived in between (senders do not stop for ptrace) and
+ * goes behind the peeked ones, which it was queued after.
+ */
+static int drained_in_order(const unsigned char *peeked, uint32_t np,
+			    const unsigned char *drained, uint32_t nd,
+			    struct left_queue *q)
+{
+	uint32_t next[NR_SIGNALS + 1] = { 0 }, i;
+	unsigned char *taken = calloc(nd + 1, 1);
+
+	memset(q, 0, sizeof(*q));
+	q->rec = malloc(((size_t)nd + 1) * PEEK_RECORD_SIZE);
+	if (!taken || !q->rec) {
+		free(taken);
+		free(q->rec);
+		q->rec = NULL;
+		return -1;
 	}
-	ok = ok && taken;
+	for (i = 0; i < np; i++) {
+		int signo = record_signo(RECORD(peeked, i));
+		uint32_t *j = &next[signo];
+
+		while (*j < nd && (taken[*j] || record_signo(RECORD(drained, *j)) != signo))
+			(*j)++;
+		if (!signo || *j == nd ||
+		    memcmp(RECORD(peeked, i), RECORD(drained, *j), PEEK_RECORD_SIZE)) {
+			q->kept++;
+			continue;
+		}
+		taken[(*j)++] = 1;
+		memcpy(RECORD(q->rec, q->nr++), RECORD(peeked, i), PEEK_RECORD_SIZE);
+	}
+	for (i = 0; i < nd; i++) {
+		if (taken[i])
+			continue;
+		memcpy(RECORD(q->rec, q->nr++), RECORD(drained, i), PEEK_RECORD_SIZE);
+		q->arrived++;
+	}
 	free(taken);
-	return ok;
+	return 0;
+}
+
+/* Print and save one queue's records: "private TID N crc32 X" / "shared N ...". */
+static int emit(const char *out, const char *label, int tid,
+		const unsigned char *rec, uint32_t nr)
+{
+	char name[64];
+
+	if (tid)
+		printf("%s %d %u crc32 %08x\n", label, tid, nr,
+		       crc32(rec, (size_t)nr * PEEK_RECORD_SIZE));
+	else
+		printf("%s %u crc32 %08x\n", label, nr,
+		       crc32(rec, (size_t)nr * PEEK_RECORD_SIZE));
+	if (!out)
+		return 0;
+	if (tid)
+		snprintf(name, sizeof(name), "%s.%d.bin", label, tid);
+	else
+		snprintf(name, sizeof(name), "%s.bin", label);
+	return save(out, name, rec, (size_t)nr * PEEK_RECORD_SIZE);
 }
 
 /*
- * DRAIN: what was dequeued must be what was peeked (a signal sent to the
- * seized process in between would be one more); the peeked order is the
- * queue's.
+ * DRAIN's report: whatever left the thread is saved, even when the drain
+ * failed part way, so that it can be put back; "arrived" and "kept" say
+ * where the dequeue and the peek differed.
  */
-static int check_drained(const struct peek_args *a, int tid)
+static int report_drained(const struct peek_args *a, int tid, const char *out)
 {
-	const unsigned char *peeked = a->rec, *drained;
-	size_t lp = (size_t)a->nr_private * PEEK_RECORD_SIZE;
+	const unsigned char *drained = RECORD(a->rec, a->nr_private + a->nr_shared);
+	struct left_queue priv, shared = { 0 };
+	int ret;
 
-	drained = a->rec + lp + (size_t)a->nr_shared * PEEK_RECORD_SIZE;
-	if (!same_records(peeked, a->nr_private, drained, a->nr_drained_private) ||
-	    !same_records(peeked + lp, a->nr_shared,
-			  drained + (size_t)a->nr_drained_private * PEEK_RECORD_SIZE,
-			  a->nr_drained_shared)) {
-		fprintf(stderr, "thread %d: drained %u + %u records, peeked %u + %u: "
-			"they differ\n", tid, a->nr_drained_private, a->nr_drained_shared,
-			a->nr_private, a->nr_shared);
+	if (drained_in_order(a->rec, a->nr_private, drained,
+			     a->nr_drained_private, &priv))
+		return -1;
+	if (a->want_shared &&
+	    drained_in_order(RECORD(a->rec, a->nr_private), a->nr_shared,
+			     RECORD(drained, a->nr_drained_private),
+			     a->nr_drained_shared, &shared)) {
+		free(priv.rec);
 		return -1;
 	}
+	ret = emit(out, "private", tid, priv.rec, priv.nr);
+	if (!ret && a->want_shared)
+		ret = emit(out, "shared", 0, shared.rec, shared.nr);
+	if (priv.arrived + priv.kept + shared.arrived + shared.kept)
+		fprintf(stderr, "thread %d: %u + %u arrived after the peek, %u + %u "
+			"peeked were not dequeued\n", tid, priv.arrived, shared.arrived,
+			priv.kept, shared.kept);
+	free(priv.rec);
+	free(shared.rec);
+	return ret;
+}
+
+/*
+ * REQUEUE: each queue, peeked after the write, must begin with the records
+ * written, byte for byte and in order, followed by exactly the late ones
+ * the parasite found queued and put back behind them.
+ */
+static int check_queue(int tid, const char *label, const unsigned char *want,
+		       uint32_t nr, uint32_t late, const unsigned char *after,
+		       uint32_t nr_after)
+{
+	if (nr_after != nr + late ||
+	    memcmp(want, after, (size_t)nr * PEEK_RECORD_SIZE)) {
+		fprintf(stderr, "thread %d: the %s queue does not begin with the %u "
+			"records written (%u queued, %u were there before)\n",
+			tid, label, nr, nr_after, late);
+		return -1;
+	}
+	printf("requeued %s %d %u late %u verified\n", label, tid, nr, late);
 	return 0;
+}
+
+static int check_requeued(const struct peek_args *a, int tid)
+{
+	const unsigned char *after = RECORD(a->rec, a->nr_private + a->nr_shared);
+
+	if (check_queue(tid, "private", a->rec, a->nr_private, a->nr_late_private,
+			after, a->nr_after_private))
+		return -1;
+	if (!a->want_shared)
+		return 0;
+	return check_queue(tid, "shared", RECORD(a->rec, a->nr_private), a->nr_shared,
+			   a->nr_late_shared, RECORD(after, a->nr_after_private),
+			   a->nr_after_shared);
 }
 
 /* Report what the parasite left in @a for thread @tid, save it under @out. */
 static int report(const struct peek_args *a, int tid, const char *out)
 {
-	size_t lp = (size_t)a->nr_private * PEEK_RECORD_SIZE;
-	size_t ls = (size_t)a->nr_shared * PEEK_RECORD_SIZE;
-	char name[64];
+	int ret = 0;
 
 	if (a->tid != tid) {
 		fprintf(stderr, "the parasite ran in thread %d, not %d\n", a->tid, tid);
 		return -1;
 	}
+	if (cmd == DRAIN_CMD)
+		ret = report_drained(a, tid, out);
 	if (a->err) {
 		fprintf(stderr, "thread %d: the parasite failed: %s\n", tid, strerror(-a->err));
 		return -1;
@@ -292,19 +513,14 @@ static int report(const struct peek_args *a, int tid, const char *out)
 			tid, a->max_records);
 		return -1;
 	}
-	if (cmd == DRAIN_CMD && check_drained(a, tid))
-		return -1;
-	printf("private %d %u crc32 %08x\n", tid, a->nr_private, crc32(a->rec, lp));
-	if (a->want_shared)
-		printf("shared %u crc32 %08x\n", a->nr_shared, crc32(a->rec + lp, ls));
-	if (!out)
-		return 0;
-	snprintf(name, sizeof(name), "private.%d.bin", tid);
-	if (save(out, name, a->rec, lp))
-		return -1;
-	if (a->want_shared && save(out, "shared.bin", a->rec + lp, ls))
-		return -1;
-	return 0;
+	if (cmd == REQUEUE_CMD)
+		return check_requeued(a, tid);
+	if (cmd == DRAIN_CMD || ret)
+		return ret;
+	ret = emit(out, "private", tid, a->rec, a->nr_private);
+	if (!ret && a->want_shared)
+		ret = emit(out, "shared", 0, RECORD(a->rec, a->nr_private), a->nr_shared);
+	return ret;
 }
 
 /* compel_get_thread_regs()'s callback: compel keeps the registers itself. */
@@ -331,10 +547,10 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 
 	for (i = 0; i < nr; i++) {
 		memset(a, 0, sizeof(*a));
-		a->max_records = cmd == DRAIN_CMD ? 2 * max : max;
+		a->max_records = max * area_factor();
 		a->want_shared = i == 0;
 		a->by_sigqueueinfo = (uint32_t)by_sigqueueinfo;
-		if (cmd == REQUEUE_CMD && fill(a, th[i].tid, max))
+		if (cmd == REQUEUE_CMD && fill(a, th[i].own_tid, max))
 			return -1;
 		if (i == 0) {
 			ret = compel_rpc_call_sync(cmd, ctl);
@@ -363,7 +579,7 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 				th[i].tid, ret);
 			return -1;
 		}
-		if (report(a, th[i].tid, out))
+		if (report(a, th[i].own_tid, out))
 			return -1;
 		*total += a->nr_private + a->nr_shared;
 	}
@@ -373,7 +589,8 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 static int usage(void)
 {
 	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR "
-		"[--requeue-with write|sigqueueinfo]] [--max-records N] [-v] PID\n");
+		"[--requeue-with write|sigqueueinfo]] [--max-records N] [--thaw CG] "
+		"[--freeze CG] [-v] PID\n");
 	return 2;
 }
 
@@ -383,13 +600,14 @@ int main(int argc, char **argv)
 		{ "out", 1, 0, 'o' }, { "max-records", 1, 0, 'm' },
 		{ "drain", 0, 0, 'd' }, { "requeue", 1, 0, 'r' },
 		{ "requeue-with", 1, 0, 'w' },
+		{ "thaw", 1, 0, 't' }, { "freeze", 1, 0, 'f' },
 		{ "verbose", 0, 0, 'v' }, { 0, 0, 0, 0 }
 	};
 	static struct thread th[MAX_THREADS];
 	struct parasite_ctl *ctl;
 	struct peek_args *a;
 	unsigned long total = 0, size;
-	const char *out = NULL;
+	const char *out = NULL, *thaw_cg = NULL, *freeze_cg = NULL;
 	uint32_t max = 4096;
 	long long t0, t1;
 	int c, pid, nr, ret = 1;
@@ -399,6 +617,10 @@ int main(int argc, char **argv)
 			out = optarg;
 		else if (c == 'm')
 			max = (uint32_t)strtoul(optarg, NULL, 0);
+		else if (c == 't')
+			thaw_cg = optarg;
+		else if (c == 'f')
+			freeze_cg = optarg;
 		else if (c == 'v')
 			log_level = COMPEL_LOG_DEBUG;
 		else if (c == 'd' && cmd == PEEK_CMD)
@@ -425,6 +647,8 @@ int main(int argc, char **argv)
 	nr = seize_threads(pid, th);
 	if (nr < 0)
 		return 1;
+	if (thaw_cg && write_file(thaw_cg, "cgroup.freeze", "0"))
+		goto resume;
 	ctl = compel_prepare(pid);
 	if (!ctl) {
 		fprintf(stderr, "compel_prepare(%d) failed\n", pid);
@@ -432,8 +656,7 @@ int main(int argc, char **argv)
 	}
 	compel_infect_ctx(ctl)->log_fd = STDERR_FILENO;
 	parasite_setup_c_header(ctl);
-	/* DRAIN: the peeked records, then the dequeued ones */
-	size = sizeof(*a) + (unsigned long)max * PEEK_RECORD_SIZE * (cmd == DRAIN_CMD ? 2 : 1);
+	size = sizeof(*a) + (unsigned long)max * PEEK_RECORD_SIZE * area_factor();
 	if (compel_infect(ctl, nr, size)) {
 		fprintf(stderr, "compel_infect(%d) failed\n", pid);
 		/* what compel_infect() left behind, as compel's own test does */
@@ -448,6 +671,8 @@ int main(int argc, char **argv)
 		ret = 1;
 	}
 resume:
+	if (freeze_cg && freeze_cgroup(freeze_cg))
+		ret = 1;
 	resume_threads(th, nr);
 	t1 = now_us();
 	if (!ret)

@@ -16,6 +16,7 @@
 #define REQUEUE_CMD		66	/* write rec[] back, in front; peek to verify */
 
 #define PEEK_RECORD_SIZE	128	/* one SFD_RAW record, a siginfo_t */
+#define PEEK_NR_SIGNALS		64	/* signal numbers 1..64 on x86_64 */
 
 struct peek_args {
 	/* in */

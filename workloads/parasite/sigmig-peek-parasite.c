@@ -338,7 +338,6 @@ static int fill(struct peek_args *a, int tid, uint32_t max)
 	return 0;
 }
 
-#define NR_SIGNALS	64
 #define RECORD(base, i)	((base) + (size_t)(i) * PEEK_RECORD_SIZE)
 
 static int record_signo(const unsigned char *rec)
@@ -346,7 +345,7 @@ static int record_signo(const unsigned char *rec)
 	int signo;
 
 	memcpy(&signo, rec, sizeof(signo));	/* si_signo leads every layout */
-	return signo >= 1 && signo <= NR_SIGNALS ? signo : 0;
+	return signo >= 1 && signo <= PEEK_NR_SIGNALS ? signo : 0;
 }
 
 /* What left one queue, in that queue's order. */
@@ -370,7 +369,7 @@ static int drained_in_order(const unsigned char *peeked, uint32_t np,
 			    const unsigned char *drained, uint32_t nd,
 			    struct left_queue *q)
 {
-	uint32_t next[NR_SIGNALS + 1] = { 0 }, i;
+	uint32_t next[PEEK_NR_SIGNALS + 1] = { 0 }, i;
 	unsigned char *taken = calloc(nd + 1, 1);
 
 	memset(q, 0, sizeof(*q));

@@ -12,7 +12,14 @@
  * and the leader writes "done" with the counts it expected and found and
  * each thread's MXCSR, which must be the one it set (FPU state kept).
  *
- *   peek-target --dir DIR [--count N] [--threads T]
+ * --timers K: K one-shot POSIX timers (SIGEV_SIGNAL, TIMER_SIGNAL) have
+ * fired before "ready", so their SI_TIMER records are pending too. At go
+ * the leader fires each again before reading: a timer whose record is
+ * its own preallocated entry raises that entry's overrun, one that lost it
+ * (a record requeued as an ordinary signal) queues a second record. The
+ * count of SI_TIMER records must stay K: "timers K records R".
+ *
+ *   peek-target --dir DIR [--count N] [--threads T] [--timers K]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +38,8 @@
 #include <sigmig/sfd.h>
 
 #define MAX_THREADS	16
+#define MAX_TIMERS	8
+#define TIMER_SIGNAL	(SIGRTMIN + 6)
 #define RECORDS_MAX	65536
 
 /* standard signals queued, process-wide and to each thread */
@@ -39,7 +48,8 @@ static const int private_std[] = { SIGUSR2, SIGPIPE };
 #define NR(a)	((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *dir;
-static int count = 32, nthreads = 3;
+static int count = 32, nthreads = 3, ntimers;
+static timer_t timers[MAX_TIMERS];
 static pid_t pid;
 static _Atomic int tids[MAX_THREADS], turn, finished;
 static int found[MAX_THREADS][2];	/* peeked, drained (private) */
@@ -166,6 +176,59 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* The SI_TIMER records pending process-wide, by a peek on TIMER_SIGNAL. */
+static int timer_records(void)
+{
+	unsigned char buf[MAX_TIMERS * 4 * SI_MAX_SIZE];
+	int fd, n = 0, i;
+	sigset_t one;
+	ssize_t got;
+
+	sigemptyset(&one);
+	sigaddset(&one, TIMER_SIGNAL);
+	fd = raw_signalfd(&one, SFD_GROUP);
+	if (fd < 0)
+		return -1;
+	got = pread(fd, buf, sizeof(buf), SFD_SHARED_QUEUE_OFFSET);
+	close(fd);
+	if (got < 0)
+		return -1;
+	for (i = 0; i < got / SI_MAX_SIZE; i++)
+		if (((siginfo_t *)(buf + (size_t)i * SI_MAX_SIZE))->si_code == SI_TIMER)
+			n++;
+	return n;
+}
+
+/* Fire every timer once (now) and wait, 2 s at most, for @want records. */
+static int fire_timers(int want)
+{
+	struct itimerspec now = { .it_value = { 0, 1 } };
+	int i;
+
+	for (i = 0; i < ntimers; i++)
+		if (timer_settime(timers[i], 0, &now, NULL))
+			return -1;
+	for (i = 0; i < 200 && timer_records() < want; i++)
+		sleep_ms(10);
+	return 0;
+}
+
+static int create_timers(void)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL };
+	int i;
+
+	ev.sigev_signo = TIMER_SIGNAL;
+	for (i = 0; i < ntimers; i++) {
+		ev.sigev_value.sival_int = 1000 + i;
+		if (timer_create(CLOCK_MONOTONIC, &ev, &timers[i]))
+			return -1;
+	}
+	if (fire_timers(ntimers))
+		return -1;
+	return timer_records() == ntimers ? 0 : -1;
+}
+
 static int tgsigqueue(int tid, int sig, int value)
 {
 	siginfo_t si;
@@ -202,14 +265,14 @@ static int queue_records(void)
 		for (i = 0; i < NR(private_std); i++)
 			if (syscall(SYS_tgkill, pid, tids[t], private_std[i]))
 				return -1;
-	return 0;
+	return create_timers();
 }
 
 static int parse(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dir", 1, 0, 'd' }, { "count", 1, 0, 'n' },
-		{ "threads", 1, 0, 't' }, { 0, 0, 0, 0 }
+		{ "threads", 1, 0, 't' }, { "timers", 1, 0, 'k' }, { 0, 0, 0, 0 }
 	};
 	int c;
 
@@ -220,23 +283,27 @@ static int parse(int argc, char **argv)
 			count = atoi(optarg);
 		else if (c == 't')
 			nthreads = atoi(optarg);
+		else if (c == 'k')
+			ntimers = atoi(optarg);
 		else
 			return -1;
 	}
 	return dir && count >= 0 && nthreads > 0 && nthreads <= MAX_THREADS &&
-	       count + NR(shared_std) < RECORDS_MAX ? 0 : -1;	/* per queue */
+	       ntimers >= 0 && ntimers <= MAX_TIMERS && (count || !ntimers) &&
+	       count + NR(shared_std) + ntimers < RECORDS_MAX ? 0 : -1;	/* per queue */
 }
 
 int main(int argc, char **argv)
 {
-	int want_private = 0, want_shared = 0, i, bad = 0;
+	int want_private = 0, want_shared = 0, i, bad = 0, timer_count = 0;
 	char path[4096];
 	pthread_t th;
 	sigset_t all;
 	FILE *state;
 
 	if (parse(argc, argv)) {
-		fprintf(stderr, "usage: peek-target --dir DIR [--count N] [--threads T]\n");
+		fprintf(stderr, "usage: peek-target --dir DIR [--count N] [--threads T] "
+			"[--timers K]\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/state", dir);
@@ -261,13 +328,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	want_private = count ? count + NR(private_std) : 0;
-	want_shared = count ? count + NR(shared_std) : 0;
+	want_shared = count ? count + NR(shared_std) + ntimers : 0;
 	fprintf(state, "ready %d private %d shared %d threads %d\n", pid,
 		want_private, want_shared, nthreads);
 
 	snprintf(path, sizeof(path), "%s/go", dir);
 	while (access(path, F_OK))
 		sleep_ms(10);
+	if (ntimers) {
+		/* a second record, if any, shows within the wait */
+		if (fire_timers(2 * ntimers))
+			bad = 1;
+		timer_count = timer_records();
+		if (timer_count != ntimers)
+			bad = 1;
+	}
 	if (read_own_queues(0))
 		found[0][0] = found[0][1] = -1;
 	mxcsr[0] = _mm_getcsr();
@@ -287,6 +362,7 @@ int main(int argc, char **argv)
 		bad = 1;
 	fprintf(state, "shared peeked %d drained %d want %d\n", found_shared[0],
 		found_shared[1], want_shared);
+	fprintf(state, "timers %d records %d\n", ntimers, timer_count);
 	fprintf(state, "done %s\n", bad ? "bad" : "ok");
 	return bad;
 }

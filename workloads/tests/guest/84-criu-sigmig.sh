@@ -1,11 +1,13 @@
 #!/bin/sh
 # CRIU + the parasite (sigmig-criu) move a plain program (peek-target, no
 # sigmig runtime: 3 threads, real-time and standard signals in every
-# thread's queue and process-wide): dump drains every queue through the
+# thread's queue and process-wide, the signals of 2 POSIX timers): dump drains every queue through the
 # parasite (CRIU then finds them empty), restore puts each record back from
 # the thread it belongs to and verifies. Byte for byte and in order:
 # P1 = a peek before, the dump's records, P2 = a peek of the restored copy;
-# then the copy checks its queues itself. Before that, on a second target,
+# then the copy checks its queues itself, and that each timer's record is
+# its own entry again (fired once more, it raises the overrun instead of
+# queueing a second record). Before that, on a second target,
 # the two-phase rule: a dump that CRIU fails puts the records back and the
 # original continues; an abort after `dump --leave-frozen` puts them back
 # in front of signals that reached the frozen original meanwhile. No signal
@@ -40,7 +42,7 @@ held_frozen() { grep -qx 'frozen 1' "/sys/fs/cgroup/sigmig-criu/$1/cgroup.events
 MAIN_WORK=$WORK
 WORK=$MAIN_WORK/abort
 mkdir -p "$WORK"
-start_peek_target 32 2
+start_peek_target 32 2 2
 ok $? "a second target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
 peek "$WORK/p1"
 mkdir -p "$WORK/fail/criu/dump.log"	# criu cannot open its log: it fails after the drain
@@ -77,7 +79,7 @@ kill -KILL "$PID"
 
 # --- the move ---
 WORK=$MAIN_WORK
-start_peek_target "$COUNT" "$THREADS"
+start_peek_target "$COUNT" "$THREADS" 2
 ok $? "peek-target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
 peek "$WORK/p1"
 ok $? "P1, a peek through the parasite: $(tail -n 1 "$WORK/p1.out")"

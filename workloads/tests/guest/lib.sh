@@ -94,11 +94,12 @@ start_sender() {
 	track "$SENDER_PID"
 }
 
-# start_peek_target COUNT THREADS: a plain program (no runtime) with its
-# signals queued in every thread and process-wide, in $WORK; sets PID
+# start_peek_target COUNT THREADS [TIMERS]: a plain program (no runtime)
+# with its signals queued in every thread and process-wide (and TIMERS
+# timer signals pending), in $WORK; sets PID
 start_peek_target() {
 	setsid peek-target --dir "$WORK" --count "$1" --threads "$2" \
-		</dev/null >"$WORK/out" 2>&1 &
+		--timers "${3:-0}" </dev/null >"$WORK/out" 2>&1 &
 	PID=$!
 	track "$PID"
 	wait_until 30 grep -q '^ready' "$WORK/state"

@@ -9,6 +9,7 @@
 #                     the patch series, shellcheck
 #   make test         everything, ends with "N passed, N failed"
 #   make bench        boot a guest running /sigmig/bench/*
+#   make criu-bench   CRIU alone vs CRIU + sigmig, one guest (docs/criu-bench.md)
 #   make migrate-demo, make test-debug
 # SIGMIG_CACHE holds the kernel trees and builds; its default is set in one
 # place, orchestrate/lib/kernel-tree.sh (orchestrate/build-kernel.sh --help).
@@ -26,7 +27,7 @@ DEB_PACKAGES := linux-source-6.1 qemu-system-x86 busybox-static \
 COMPONENTS := workloads agent kernel kernel/stress
 
 .PHONY: all deps kernel kernel-stock initramfs programs check test bench \
-	migrate-demo test-debug clean
+	criu-bench migrate-demo test-debug clean
 
 all: deps
 	$(MAKE) --no-print-directory kernel kernel-stock programs initramfs
@@ -63,6 +64,9 @@ test:
 
 bench: deps
 	$(ORCH)/guest-test.sh --only bench --timeout 5400 --test-timeout 5000
+
+criu-bench: deps
+	$(ORCH)/guest-test.sh --only bench:criu --timeout 3600 --test-timeout 3000
 
 migrate-demo test-debug:
 	@if [ -f $(ORCH)/$@.sh ]; then exec bash $(ORCH)/$@.sh $(ARGS); \

@@ -70,6 +70,16 @@ static inline int sfd_open_sigs(int flags, const int *sigs)
 	return sys_signalfd4(-1, &mask, KERNEL_SIGSET_SIZE, flags);
 }
 
+/* A non-blocking signalfd on every signal, with @flags (SFD_RAW, a queue). */
+static inline int sfd_open_all(int flags)
+{
+	sigset_t mask;
+
+	sigfillset(&mask);
+	return sys_signalfd4(-1, &mask, KERNEL_SIGSET_SIZE,
+			     SFD_NONBLOCK | SFD_CLOEXEC | flags);
+}
+
 static inline int sys_rt_sigqueueinfo(pid_t tgid, int sig, const siginfo_t *si)
 {
 	return (int)syscall(SYS_rt_sigqueueinfo, tgid, sig, si);
@@ -267,6 +277,22 @@ static inline ssize_t sfd_peek(int fd, void *buf, size_t nrec, long long off)
 }
 
 /* Raises RLIMIT_SIGPENDING so that @n signals can be queued. */
+/* The calling user's pending-signal count, SigQ in /proc/self/status; -1 if unknown. */
+static inline long sigq_count(void)
+{
+	char line[256];
+	long n = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigQ: %ld/", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 static inline int raise_sigpending(rlim_t n)
 {
 	struct rlimit rl;

@@ -57,21 +57,6 @@ static int sh_sig(int i)
 #define HO_VAL(i)	(6000 + (i))
 #define PSIG		(SIGRTMIN + 2)
 
-static long sigq_count(void)
-{
-	char line[256];
-	long n = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "SigQ: %ld/", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
 /* The SI_QUEUE record q_shared()/q_private() queue, as a raw read shows it */
 static void expected_record(siginfo_t *si, int sig, int val)
 {

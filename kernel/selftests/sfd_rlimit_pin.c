@@ -41,22 +41,6 @@
 #define VVAL		1000	/* its value; the others carry their index */
 #define EXTRA		(SIGRTMIN + 2)
 
-/* The calling user's pending-signal count, as /proc/<pid>/status shows it. */
-static long sigq_count(void)
-{
-	char line[256];
-	long n = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "SigQ: %ld/", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
 static int val_at(int i)
 {
 	return i == VPOS ? VVAL : i;

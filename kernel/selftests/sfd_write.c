@@ -29,15 +29,6 @@ static long raw_write(int fd, const void *buf, size_t count)
 	return syscall(SYS_write, fd, buf, count);
 }
 
-static int open_all(int flags)
-{
-	sigset_t mask;
-
-	sigfillset(&mask);
-	return sys_signalfd4(-1, &mask, KERNEL_SIGSET_SIZE,
-			     SFD_NONBLOCK | SFD_CLOEXEC | flags);
-}
-
 /* A SI_QUEUE record of @sig from this process carrying @val. */
 static void rt_record(siginfo_t *si, int sig, int val)
 {
@@ -50,7 +41,7 @@ static void rt_record(siginfo_t *si, int sig, int val)
 /* Records pending in one queue of the caller (at most @max kept in @buf). */
 static ssize_t queued(long long base, siginfo_t *buf, size_t max)
 {
-	int fd = open_all(SFD_RAW);
+	int fd = sfd_open_all(SFD_RAW);
 	ssize_t n;
 
 	if (fd < 0)
@@ -75,9 +66,9 @@ FIXTURE_SETUP(wr)
 		SKIP(return, "signalfd has no write() on this kernel");
 	block_test_signals(SIG_BLOCK);
 	flush_all_signals();
-	self->priv = open_all(SFD_RAW | SFD_PRIVATE);
+	self->priv = sfd_open_all(SFD_RAW | SFD_PRIVATE);
 	ASSERT_LE(0, self->priv);
-	self->group = open_all(SFD_RAW | SFD_GROUP);
+	self->group = sfd_open_all(SFD_RAW | SFD_GROUP);
 	ASSERT_LE(0, self->group);
 }
 
@@ -122,7 +113,7 @@ TEST_F(wr, needs_raw_and_exactly_one_queue)
 
 	rt_record(&self->rec[0], SIGRTMIN, 1);
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
-		fd = open_all(bad[i]);
+		fd = sfd_open_all(bad[i]);
 		ASSERT_LE(0, fd);
 		EXPECT_ERRNO(EINVAL, write(fd, self->rec, SI_MAX_SIZE),
 			     "flags 0%o", bad[i]);

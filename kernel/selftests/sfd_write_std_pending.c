@@ -27,30 +27,6 @@
 #define SHARED	SFD_SHARED_QUEUE_OFFSET
 #define MAXREC	16
 
-static long sigq_count(void)
-{
-	char line[256];
-	long n = -1;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "SigQ: %ld/", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
-static int open_all(int flags)
-{
-	sigset_t mask;
-
-	sigfillset(&mask);
-	return sys_signalfd4(-1, &mask, KERNEL_SIGSET_SIZE,
-			     SFD_NONBLOCK | SFD_CLOEXEC | flags);
-}
-
 static void rt_record(siginfo_t *si, int sig, int val)
 {
 	si_init(si, sig, SI_QUEUE);
@@ -62,7 +38,7 @@ static void rt_record(siginfo_t *si, int sig, int val)
 /* Everything pending in one queue of the caller, in order. */
 static ssize_t snapshot(long long base, siginfo_t *buf)
 {
-	int fd = open_all(SFD_RAW);
+	int fd = sfd_open_all(SFD_RAW);
 	ssize_t n;
 
 	if (fd < 0)
@@ -114,9 +90,9 @@ FIXTURE_SETUP(sp)
 		SKIP(return, "signalfd has no write() on this kernel");
 	block_test_signals(SIG_BLOCK);
 	flush_all_signals();
-	self->wr = open_all(SFD_RAW | (variant->group ? SFD_GROUP : SFD_PRIVATE));
+	self->wr = sfd_open_all(SFD_RAW | (variant->group ? SFD_GROUP : SFD_PRIVATE));
 	ASSERT_LE(0, self->wr);
-	self->other = open_all(SFD_RAW | (variant->group ? SFD_PRIVATE : SFD_GROUP));
+	self->other = sfd_open_all(SFD_RAW | (variant->group ? SFD_PRIVATE : SFD_GROUP));
 	ASSERT_LE(0, self->other);
 	self->base = variant->group ? SHARED : PRIV;
 	self->other_base = variant->group ? PRIV : SHARED;

@@ -199,9 +199,9 @@ fail:
 	return -1;
 }
 
-static int write_file(const char *dir, const char *name, const char *val)
+static int save(const char *dir, const char *name, const void *buf, size_t len)
 {
-	char path[512];
+	char path[4096];
 	FILE *f;
 	int ret;
 
@@ -211,12 +211,17 @@ static int write_file(const char *dir, const char *name, const char *val)
 		perror(path);
 		return -1;
 	}
-	ret = fputs(val, f) < 0;
-	if (fclose(f) || ret) {
-		perror(path);
-		return -1;
-	}
-	return 0;
+	ret = fwrite(buf, 1, len, f) == len ? 0 : -1;
+	if (fclose(f))
+		ret = -1;
+	if (ret)
+		fprintf(stderr, "%s: write failed\n", path);
+	return ret;
+}
+
+static int write_file(const char *dir, const char *name, const char *val)
+{
+	return save(dir, name, val, strlen(val));
 }
 
 /* cgroup.events says "frozen 1": every task of @cg is held, ours included */
@@ -266,25 +271,6 @@ static void resume_threads(struct thread *th, int nr)
 			fprintf(stderr, "cannot resume thread %d\n", th[i].tid);
 }
 
-static int save(const char *dir, const char *name, const void *buf, size_t len)
-{
-	char path[4096];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		return -1;
-	}
-	ret = fwrite(buf, 1, len, f) == len ? 0 : -1;
-	if (fclose(f))
-		ret = -1;
-	if (ret)
-		fprintf(stderr, "%s: write failed\n", path);
-	return ret;
-}
 
 static unsigned int cmd = PEEK_CMD;
 static const char *requeue_dir;

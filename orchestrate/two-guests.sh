@@ -81,27 +81,15 @@ parse_args() {
 	[ -n "$token" ] || token=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 }
 
-port_busy() {
-	ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .
-}
-
 choose_ports() {
-	local p busy
+	local p
 	if [ -n "$port_base" ]; then
 		for p in 0 1 2 3; do
 			port_busy $((port_base + p)) && die "port $((port_base + p)) is in use"
 		done
 		return
 	fi
-	for _ in $(seq 1 50); do
-		port_base=$((20000 + (RANDOM % 5000) * 4))
-		busy=0
-		for p in 0 1 2 3; do
-			port_busy $((port_base + p)) && busy=1
-		done
-		[ "$busy" = 0 ] && return
-	done
-	die "no free port range found"
+	port_base=$(free_port_base 4) || die "no 4 free ports found"
 }
 
 qemu_of() {	# run-guest.sh pid -> its QEMU child

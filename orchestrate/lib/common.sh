@@ -13,6 +13,8 @@
 SIGMIG_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SIGMIG_QUIET=${SIGMIG_QUIET:-0}
 START=${START:-$SECONDS}
+# shellcheck source=orchestrate/lib/ports.sh
+. "$SIGMIG_REPO/orchestrate/lib/ports.sh"
 
 say() {
 	[ "$SIGMIG_QUIET" = 1 ] && return 0

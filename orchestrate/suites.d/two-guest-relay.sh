@@ -11,7 +11,7 @@ DIR=$(mktemp -d)
 on_exit rm -rf "$DIR"
 
 echo "TAP version 13"
-base=$((30000 + (RANDOM % 4000) * 2))
+base=$(free_port_base 2) || { echo "not ok - two free ports for the relay"; exit 1; }
 "$REPO/orchestrate/link-relay.sh" run --dir "$DIR/link" --port-a "$base" --port-b $((base + 1)) \
 	>"$DIR/relay.log" 2>&1 &
 RELAY_PID=$!

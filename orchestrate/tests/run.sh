@@ -10,6 +10,8 @@ SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 # shellcheck source=orchestrate/lib/tap.sh
 . "$ORCH/lib/tap.sh"
+# shellcheck source=orchestrate/lib/ports.sh
+. "$ORCH/lib/ports.sh"
 
 expect() {	# expect <description> <command...>: the command must succeed
 	local what=$1; shift
@@ -126,12 +128,29 @@ test_run_tests_strays() {
 	tap $? "run-tests adds exactly one 'not ok' for a timeout"
 }
 
+# Host ports for listeners come from below the ephemeral range, where no
+# outgoing connection can take them between the pick and the bind (a pick
+# in 30000-45000 collided in CI twice).
+test_free_port_base() {
+	local low base i rc=0
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	for i in $(seq 1 20); do
+		base=$(free_port_base 3) || { rc=1; break; }
+		if [ "$base" -lt 20000 ] || [ $((base + 2)) -ge "$low" ] ||
+			port_busy "$base" || port_busy $((base + 1)) || port_busy $((base + 2)); then
+			echo "# pick $i: $base (ephemeral range from $low)"
+			rc=1
+		fi
+	done
+	tap "$rc" "free_port_base picks free ports below the ephemeral range ($low)"
+}
+
 # The relay's UNIX sockets must not depend on the checkout's depth: sun_path
 # holds 108 bytes, and CI checks out into deep paths.
 test_relay_deep_path() {
 	local dir pid port_a port_b rc=0
 	dir="$SCRATCH/$(printf 'deep-checkout-%.0s' 1 2 3 4 5 6 7 8)/run/relay"
-	port_a=$((30000 + RANDOM % 15000))
+	port_a=$(free_port_base 2) || { tap 1 "two free ports for link-relay"; return; }
 	port_b=$((port_a + 1))
 	"$ORCH/link-relay.sh" run --dir "$dir" --port-a "$port_a" --port-b "$port_b" \
 		>"$SCRATCH/relay.out" 2>&1 &
@@ -196,6 +215,7 @@ test_shellcheck() {
 echo "TAP version 13"
 test_shell_syntax
 test_check_kconfig
+test_free_port_base
 test_relay_deep_path
 test_stoppable_sleep
 test_shellcheck

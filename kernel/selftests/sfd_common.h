@@ -403,6 +403,50 @@ static inline ssize_t peek_all(int fd, long long base, void *buf, size_t max,
 }
 
 /* Dequeues everything readable from @fd (non-blocking) into @buf. */
+/* peek_all() of the queue at @base through @fd, which it closes (-1: no fd). */
+static inline ssize_t peek_and_close(int fd, long long base, void *buf, size_t max)
+{
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = peek_all(fd, base, buf, max, max);
+	close(fd);
+	return n;
+}
+
+/*
+ * A POSIX timer on @clk sending @sig with @value to the process
+ * (SIGEV_SIGNAL) or to the calling thread (SIGEV_THREAD_ID);
+ * (timer_t)-1 on failure.
+ */
+static inline timer_t sfd_timer(clockid_t clk, int notify, int sig, int value)
+{
+	struct sigevent sev;
+	timer_t t;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = notify;
+	sev.sigev_signo = sig;
+	sev.sigev_value.sival_int = value;
+	sev.sigev_notify_thread_id = sys_gettid();
+	if (timer_create(clk, &sev, &t))
+		return (timer_t)-1;
+	return t;
+}
+
+/* Arm @t: the first expiry in @first_ns, then every @interval_ns (0: once). */
+static inline int sfd_timer_arm(timer_t t, long first_ns, long interval_ns)
+{
+	struct itimerspec its = {
+		.it_value = { first_ns / 1000000000, first_ns % 1000000000 },
+		.it_interval = { interval_ns / 1000000000,
+				 interval_ns % 1000000000 },
+	};
+
+	return timer_settime(t, 0, &its, NULL);
+}
+
 static inline ssize_t dequeue_all(int fd, void *buf, size_t max)
 {
 	size_t got = 0;

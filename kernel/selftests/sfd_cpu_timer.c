@@ -49,14 +49,7 @@ static int open_raw(int queue_flag)
 
 static ssize_t pending_records(long long base, siginfo_t *buf)
 {
-	int fd = open_raw(0);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = peek_all(fd, base, buf, MAXREC, MAXREC);
-	close(fd);
-	return n;
+	return peek_and_close(open_raw(0), base, buf, MAXREC);
 }
 
 static long long clock_ns(clockid_t clk)
@@ -101,32 +94,6 @@ static int burn_until_disarmed(clockid_t clk, timer_t t)
 		if (clock_ns(clk) > until)
 			return -1;
 	}
-}
-
-static timer_t cpu_timer(clockid_t clk, int notify)
-{
-	struct sigevent sev;
-	timer_t t;
-
-	memset(&sev, 0, sizeof(sev));
-	sev.sigev_notify = notify;
-	sev.sigev_signo = TSIG;
-	sev.sigev_value.sival_int = TVAL;
-	sev.sigev_notify_thread_id = sys_gettid();
-	if (timer_create(clk, &sev, &t))
-		return (timer_t)-1;
-	return t;
-}
-
-static int arm_ns(timer_t t, long first_ns, long interval_ns)
-{
-	struct itimerspec its = {
-		.it_value = { first_ns / 1000000000, first_ns % 1000000000 },
-		.it_interval = { interval_ns / 1000000000,
-				 interval_ns % 1000000000 },
-	};
-
-	return timer_settime(t, 0, &its, NULL);
 }
 
 /* The record the timer queues, as a raw read shows it. */
@@ -189,7 +156,7 @@ FIXTURE_SETUP(ct)
 	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
 	block_test_signals(SIG_BLOCK);
 	flush_all_signals();
-	self->timer = cpu_timer(variant->clock, variant->notify);
+	self->timer = sfd_timer(variant->clock, variant->notify, TSIG, TVAL);
 	if (self->timer == (timer_t)-1 && (errno == EINVAL || errno == ENOTSUP))
 		SKIP(return, "no POSIX CPU-time timers: %s", strerror(errno));
 	ASSERT_NE((timer_t)-1, self->timer) TH_LOG("%s", strerror(errno));
@@ -229,7 +196,7 @@ TEST_F(ct, periodic_peek_is_non_destructive_dequeue_only_adds_overrun)
 	const long iv_ms = 2;
 	int fd;
 
-	ASSERT_EQ(0, arm_ns(self->timer, iv_ms * 1000000, iv_ms * 1000000));
+	ASSERT_EQ(0, sfd_timer_arm(self->timer, iv_ms * 1000000, iv_ms * 1000000));
 	ASSERT_EQ(0, burn_until_pending(variant->clock, TSIG))
 		TH_LOG("the CPU timer never expired");
 
@@ -271,13 +238,13 @@ TEST_F(ct, oneshot_expiries_while_pending_peeked_exactly)
 {
 	int fd, i;
 
-	ASSERT_EQ(0, arm_ns(self->timer, 1000000, 0));
+	ASSERT_EQ(0, sfd_timer_arm(self->timer, 1000000, 0));
 	ASSERT_EQ(0, burn_until_pending(variant->clock, TSIG));
 	ASSERT_EQ(1, pending_records(queue_of(variant), self->got));
 	EXPECT_EQ(0, siginfo_cmp("first expiry", &self->exp, &self->got[0]));
 
 	for (i = 1; i <= 2; i++) {
-		ASSERT_EQ(0, arm_ns(self->timer, 1000000, 0));
+		ASSERT_EQ(0, sfd_timer_arm(self->timer, 1000000, 0));
 		ASSERT_EQ(0, burn_until_disarmed(variant->clock, self->timer));
 		ASSERT_EQ(1, pending_records(queue_of(variant), self->got))
 			TH_LOG("expiry %d queued a second signal", i + 1);
@@ -308,7 +275,7 @@ TEST_F(ct, written_record_becomes_the_timers_entry)
 		SKIP(return, "signalfd has no write() on this kernel");
 	fd = open_raw(SFD_RAW | dequeue_flag(variant));
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, arm_ns(self->timer, 1000000, 0));
+	ASSERT_EQ(0, sfd_timer_arm(self->timer, 1000000, 0));
 	ASSERT_EQ(0, burn_until_pending(variant->clock, TSIG));
 	ASSERT_EQ(SI_MAX_SIZE, read(fd, &self->deq, SI_MAX_SIZE));
 	EXPECT_EQ(0, siginfo_cmp("dequeued", &self->exp, &self->deq));
@@ -319,7 +286,7 @@ TEST_F(ct, written_record_becomes_the_timers_entry)
 	ASSERT_EQ(1, pending_records(queue_of(variant), self->got));
 	EXPECT_EQ(0, siginfo_cmp("written vs peeked", &self->deq, &self->got[0]));
 
-	ASSERT_EQ(0, arm_ns(self->timer, 1000000, 0));
+	ASSERT_EQ(0, sfd_timer_arm(self->timer, 1000000, 0));
 	ASSERT_EQ(0, burn_until_disarmed(variant->clock, self->timer));
 	ASSERT_EQ(1, pending_records(queue_of(variant), self->got))
 		TH_LOG("the CPU timer queued a second signal beside the restored one");
@@ -348,7 +315,7 @@ TEST_F(ct, written_record_of_a_periodic_timer_keeps_it_running)
 		SKIP(return, "signalfd has no write() on this kernel");
 	fd = open_raw(SFD_RAW | dequeue_flag(variant));
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, arm_ns(self->timer, 2000000, iv_ms * 1000000));
+	ASSERT_EQ(0, sfd_timer_arm(self->timer, 2000000, iv_ms * 1000000));
 	ASSERT_EQ(0, burn_until_pending(variant->clock, TSIG));
 	ASSERT_EQ(SI_MAX_SIZE, read(fd, &rec, SI_MAX_SIZE));
 	rec.si_overrun = 3;

@@ -34,36 +34,10 @@ static int open_raw(int queue_flag)
 	return sfd_open_sigs(SFD_RAW | SFD_NONBLOCK | queue_flag, sigs);
 }
 
-static timer_t make_timer(int notify, int value)
-{
-	struct sigevent sev;
-	timer_t t;
-
-	memset(&sev, 0, sizeof(sev));
-	sev.sigev_notify = notify;
-	sev.sigev_signo = TSIG;
-	sev.sigev_value.sival_int = value;
-	sev.sigev_notify_thread_id = sys_gettid();
-	if (timer_create(CLOCK_MONOTONIC, &sev, &t))
-		return (timer_t)-1;
-	return t;
-}
-
-static int arm(timer_t t, long first_ns, long interval_ns)
-{
-	struct itimerspec its = {
-		.it_value = { first_ns / 1000000000, first_ns % 1000000000 },
-		.it_interval = { interval_ns / 1000000000,
-				 interval_ns % 1000000000 },
-	};
-
-	return timer_settime(t, 0, &its, NULL);
-}
-
 /* One expiry of a one-shot timer, and time for it to be handled. */
 static int fire_once(timer_t t)
 {
-	if (arm(t, 1000000, 0))
+	if (sfd_timer_arm(t, 1000000, 0))
 		return -1;
 	sleep_ms(30);
 	return 0;
@@ -80,14 +54,7 @@ static void timer_record(siginfo_t *si, timer_t t, int value, int overrun)
 
 static ssize_t pending_records(long long base, siginfo_t *buf)
 {
-	int fd = open_raw(0);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = peek_all(fd, base, buf, MAXREC, MAXREC);
-	close(fd);
-	return n;
+	return peek_and_close(open_raw(0), base, buf, MAXREC);
 }
 
 static long long now_ns(void)
@@ -143,7 +110,7 @@ TEST_F(tr, expiries_raise_the_restored_overrun)
 {
 	siginfo_t got;
 
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 7);
 	write_alone(_metadata, self->group, SHARED, &self->rec);
@@ -167,7 +134,7 @@ TEST_F(tr, no_expiry_delivers_the_record_as_written)
 {
 	siginfo_t got;
 
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 3);
 	write_alone(_metadata, self->group, SHARED, &self->rec);
@@ -191,13 +158,13 @@ TEST_F(tr, periodic_timer_delivers_k_plus_j_once)
 	long j_lo, j_hi;
 	siginfo_t got;
 
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 5);
 	write_alone(_metadata, self->group, SHARED, &self->rec);
 
 	armed_lo = now_ns();
-	ASSERT_EQ(0, arm(self->timer, iv, iv));
+	ASSERT_EQ(0, sfd_timer_arm(self->timer, iv, iv));
 	armed_hi = now_ns();
 	sleep_ms(110);
 	ASSERT_EQ(1, pending_records(SHARED, self->got))
@@ -220,7 +187,7 @@ TEST_F(tr, periodic_timer_delivers_k_plus_j_once)
 /* Its entry already queued: the record becomes an ordinary second one. */
 TEST_F(tr, entry_already_queued_gives_an_ordinary_entry)
 {
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	ASSERT_EQ(0, fire_once(self->timer));
 	ASSERT_EQ(1, pending_records(SHARED, self->got));
@@ -251,7 +218,7 @@ static void check_not_taken(struct __test_metadata *_metadata,
 
 TEST_F(tr, other_value_is_not_the_timers)
 {
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL + 1, 2);
 	check_not_taken(_metadata, self, self->group, SHARED);
@@ -263,7 +230,7 @@ TEST_F(tr, other_value_is_not_the_timers)
 
 TEST_F(tr, unknown_timer_id_is_an_ordinary_entry)
 {
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 2);
 	self->rec.si_timerid += 1000;
@@ -274,7 +241,7 @@ TEST_F(tr, unknown_timer_id_is_an_ordinary_entry)
 /* A thread-directed timer's record belongs on its thread's queue only. */
 TEST_F(tr, thread_timer_record_on_the_group_queue_is_ordinary)
 {
-	self->timer = make_timer(SIGEV_THREAD_ID, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_THREAD_ID, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 2);
 	check_not_taken(_metadata, self, self->group, SHARED);
@@ -284,7 +251,7 @@ TEST_F(tr, thread_timer_record_on_the_group_queue_is_ordinary)
 
 TEST_F(tr, thread_timer_record_on_its_thread_queue_is_taken)
 {
-	self->timer = make_timer(SIGEV_THREAD_ID, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_THREAD_ID, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 2);
 	write_alone(_metadata, self->priv, PRIV, &self->rec);
@@ -297,7 +264,7 @@ TEST_F(tr, thread_timer_record_on_its_thread_queue_is_taken)
 /* A process-wide timer's record written to a thread's queue: ordinary. */
 TEST_F(tr, group_timer_record_on_a_thread_queue_is_ordinary)
 {
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	timer_record(&self->rec, self->timer, TVAL, 2);
 	check_not_taken(_metadata, self, self->priv, PRIV);
@@ -315,7 +282,7 @@ static void *create_own_timer(void *arg)
 {
 	struct other_thread *o = arg;
 
-	o->timer = make_timer(SIGEV_THREAD_ID, TVAL);
+	o->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_THREAD_ID, TSIG, TVAL);
 	o->ret = o->timer == (timer_t)-1 ? -1 : 0;
 	return NULL;
 }
@@ -381,7 +348,7 @@ TEST_F(tr, order_is_kept_around_a_timer_record)
 	siginfo_t recs[3];
 	int i;
 
-	self->timer = make_timer(SIGEV_SIGNAL, TVAL);
+	self->timer = sfd_timer(CLOCK_MONOTONIC, SIGEV_SIGNAL, TSIG, TVAL);
 	ASSERT_NE((timer_t)-1, self->timer);
 	si_init(&recs[0], TSIG, SI_QUEUE);
 	recs[0].si_pid = getpid();

@@ -38,14 +38,7 @@ static void rt_record(siginfo_t *si, int sig, int val)
 /* Everything pending in one queue of the caller, in order. */
 static ssize_t snapshot(long long base, siginfo_t *buf)
 {
-	int fd = sfd_open_all(SFD_RAW);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = peek_all(fd, base, buf, MAXREC, MAXREC);
-	close(fd);
-	return n;
+	return peek_and_close(sfd_open_all(SFD_RAW), base, buf, MAXREC);
 }
 
 FIXTURE(sp)

@@ -262,32 +262,28 @@ static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
 {
 	int flags = shared ? SFD_GROUP : SFD_PRIVATE, fd, err;
 	long long base = shared ? SFD_SHARED_QUEUE_OFFSET : SFD_PER_THREAD_QUEUE_OFFSET;
-	uint32_t peeked = 0, dequeued = 0, used, room = a->max_records;
+	uint32_t peeked = 0, dequeued = 0, at, room = a->max_records;
 	unsigned char *drained;
 
 	fd = open_queues(flags);
 	if (fd < 0)
 		return fd;
-	used = (uint32_t)((scratch - a->rec) / PEEK_RECORD_SIZE);
-	a->max_records = used + (room - used) / 2;
+	at = (uint32_t)((scratch - a->rec) / PEEK_RECORD_SIZE);
+	a->max_records = at + (room - at) / 2;
 	err = peek_queue(fd, a, base, &peeked);
-	drained = a->rec + (unsigned long)a->max_records * PEEK_RECORD_SIZE;
-	if (!err && !a->truncated) {
-		uint32_t at = a->max_records;
-
-		a->max_records = room;
-		err = drain_queue(fd, a, &at, &dequeued);
-	}
-	a->max_records = room;
 	sys_close(fd);
+	at = a->max_records;
+	drained = a->rec + (unsigned long)at * PEEK_RECORD_SIZE;
+	a->max_records = room;
+	/* queue order: the peeked ones, then any that arrived after the peek */
+	if (!err && !a->truncated)
+		err = drain_one(flags, a, scratch, peeked, &at, &dequeued);
 	*late = dequeued;
 	if (err || a->truncated)
 		return err ? err : -E2BIG;
 	err = requeue_queue(a, shared, rec, nr);
-	/* the peek's order when nothing came between the peek and the dequeue */
 	if (!err && dequeued)
-		err = requeue_queue(a, shared, peeked == dequeued ? scratch : drained,
-				    dequeued);
+		err = requeue_queue(a, shared, drained, dequeued);
 	return err;
 }
 

@@ -51,9 +51,7 @@ USAGE
 	exit 2
 }
 
-CGROOT=/sys/fs/cgroup/sigmig-criu
-
-hold_cgroup() { echo "$CGROOT/$1"; }	# hold_cgroup PID
+CGROOT=/sys/fs/cgroup/sigmig-criu	# the hold cgroup of PID is $CGROOT/PID
 
 # own_cgroup PID: the cgroup v2 path PID is in
 own_cgroup() { sed -n 's/^0:://p' "/proc/$1/cgroup"; }
@@ -61,7 +59,7 @@ own_cgroup() { sed -n 's/^0:://p' "/proc/$1/cgroup"; }
 # enter_hold PID: PID into a cgroup of its own, its old one saved in DIR
 enter_hold() {
 	local cg
-	cg=$(hold_cgroup "$1")
+	cg=$CGROOT/$1
 	[ -f /sys/fs/cgroup/cgroup.controllers ] ||
 		die "no cgroup v2 hierarchy at /sys/fs/cgroup: cannot hold $1"
 	own_cgroup "$1" >"$DIR/cgroup"
@@ -73,7 +71,7 @@ enter_hold() {
 # leave_hold PID: PID thawed and into the cgroup the original was in
 leave_hold() {
 	local cg back=/
-	cg=$(hold_cgroup "$1")
+	cg=$CGROOT/$1
 	read -r back <"$DIR/cgroup" 2>/dev/null
 	[ -n "$back" ] || back=/
 	echo 0 >"$cg/cgroup.freeze" 2>/dev/null
@@ -139,7 +137,7 @@ records_in() {	# records_in DIR: the records saved there
 put_back() {
 	local rc=0
 	if has_records "$DIR/signals"; then
-		parasite put-back --requeue "$DIR/signals" --thaw "$(hold_cgroup "$1")" \
+		parasite put-back --requeue "$DIR/signals" --thaw "$CGROOT/$1" \
 			"$1" || rc=1
 	fi
 	leave_hold "$1"
@@ -151,7 +149,7 @@ put_back() {
 cmd_dump() {	# PID
 	local t0 t1 t2 cg
 	PID=$1
-	cg=$(hold_cgroup "$PID")
+	cg=$CGROOT/$PID
 	kill -0 "$PID" 2>/dev/null || die "no process $PID"
 	mkdir -p "$DIR/signals" "$DIR/criu" || die "cannot create $DIR"
 	enter_hold "$PID"

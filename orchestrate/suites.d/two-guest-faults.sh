@@ -118,4 +118,18 @@ if [ -n "${KERNEL_STOCK:-}" ]; then
 else
 	tap 1 "stock kernel (build-kernel.sh --flavor stock) builds"
 fi
+
+# A boot that never reaches two healthy agents (no TCG boot takes 2 s) is
+# reported with both consoles' last lines, tried once more on fresh ports,
+# then fails with nothing left running.
+stuck=$REPO/build/suites/$SUITE/stuck-boot
+mkdir -p "$stuck"
+"$REPO/orchestrate/two-guests.sh" --kernel "$KERNEL" --initrd "$INITRD" --name "$SUITE-stuck-boot" \
+	--boot-timeout 2 -- true >"$stuck/stdout" 2>"$stuck/stderr"
+rc=$?
+[ "$rc" != 0 ] && grep -q 'boot try 1: guest A' "$stuck/stderr" && grep -q 'boot try 2: guest B' "$stuck/stderr" &&
+	grep -q '^  B| ' "$stuck/stderr" && grep -q 'after two boots' "$stuck/stderr"
+tap $? "stuck boot: both tries reported with their consoles, then a failure (rc=$rc)"
+! pgrep -f -- "$SUITE-stuck-boot" >/dev/null
+tap $? "stuck boot: no guest or relay left running"
 tap_done

@@ -19,7 +19,8 @@ ORCH := orchestrate
 FLAVOR ?= default
 
 DEB_PACKAGES := linux-source-6.1 qemu-system-x86 busybox-static \
-	libmicrohttpd-dev libjansson-dev gcc-multilib socat flex bison \
+	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev openssl gcc-multilib \
+	socat flex bison \
 	libelf-dev libssl-dev bc cpio xz-utils curl jq clang \
 	libclang-rt-14-dev python3 python3-jsonschema python3-yaml shellcheck \
 	make gcc git perl util-linux binutils iproute2 criu

@@ -24,6 +24,9 @@ enum {
 	OPT_INSECURE_LOOPBACK,
 	OPT_MAX_PER_CLIENT,
 	OPT_IDLE_TIMEOUT,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_CA,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -44,6 +47,9 @@ static const struct option long_options[] = {
 	{ "insecure-loopback", no_argument, NULL, OPT_INSECURE_LOOPBACK },
 	{ "max-connections-per-client", required_argument, NULL, OPT_MAX_PER_CLIENT },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -72,6 +78,11 @@ void config_usage(FILE *out)
 		"  --max-connections-per-client N\n"
 		"                            from one IP address (default 16)\n"
 		"  --idle-timeout S          close a connection idle for S s (default 15)\n"
+		"  --tls-cert FILE, --tls-key FILE\n"
+		"                            serve HTTPS with this PEM certificate (chain)\n"
+		"                            and key (both or neither)\n"
+		"  --tls-ca FILE             verify https:// peer agents against these PEM\n"
+		"                            CAs (default: the system's)\n"
 		"  --version, --help\n");
 }
 
@@ -141,6 +152,35 @@ static int read_token_file(struct agent_config *cfg, const char *path,
 		return -1;
 	}
 	return set_token(cfg, line);
+}
+
+/* A PEM file, whole, NUL-terminated: the TLS library takes it from memory. */
+static int read_pem(char **out, const char *opt, const char *path, char *err,
+		    size_t errlen)
+{
+	enum { PEM_MAX = 1 << 20 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (f) {
+		buf = calloc(1, PEM_MAX + 1);
+		if (buf)
+			len = fread(buf, 1, PEM_MAX + 1, f);
+		fclose(f);
+	}
+	if (!f || !buf || len == 0 || len > PEM_MAX ||
+	    !strstr(buf, "-----BEGIN ")) {
+		snprintf(err, errlen, "--%s %s: %s", opt, path,
+			 !f ? strerror(errno) : !buf ? "out of memory" :
+			 len > PEM_MAX ? "larger than 1 MiB" : "not a PEM file");
+		free(buf);
+		return -1;
+	}
+	free(*out);
+	*out = buf;
+	return 0;
 }
 
 static int parse_uint(const char *text, unsigned int min, unsigned int max,
@@ -217,6 +257,13 @@ static int apply_option(struct agent_config *cfg, int opt, const char *arg,
 		if (parse_uint(arg, 1, 3600, &cfg->idle_timeout_s))
 			return bad(err, errlen, "idle-timeout", arg);
 		return 0;
+	case OPT_TLS_CERT:
+		return read_pem(&cfg->tls_cert, "tls-cert", arg, err, errlen);
+	case OPT_TLS_KEY:
+		return read_pem(&cfg->tls_key, "tls-key", arg, err, errlen);
+	case OPT_TLS_CA:
+		cfg->tls_ca = arg;
+		return 0;
 	case OPT_MAX_CONNECTIONS:
 		if (parse_uint(arg, 2, 4096, &cfg->max_connections))
 			return bad(err, errlen, "max-connections", arg);
@@ -282,6 +329,10 @@ int config_parse(int argc, char **argv, struct agent_config *cfg, char *err,
 		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		snprintf(err, errlen, "--tls-cert and --tls-key go together");
+		return -1;
+	}
 	return check_auth(cfg, err, errlen);
 }
 
@@ -289,4 +340,9 @@ void config_free(struct agent_config *cfg)
 {
 	free(cfg->token);
 	cfg->token = NULL;
+	if (cfg->tls_key)
+		explicit_bzero(cfg->tls_key, strlen(cfg->tls_key));
+	free(cfg->tls_key);
+	free(cfg->tls_cert);
+	cfg->tls_key = cfg->tls_cert = NULL;
 }

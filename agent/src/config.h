@@ -27,6 +27,9 @@ struct agent_config {
 	unsigned int max_connections;
 	unsigned int max_per_client;	/* connections from one IP address */
 	unsigned int idle_timeout_s;	/* a connection without traffic is closed */
+	char *tls_cert;			/* PEM: serve HTTPS; NULL: HTTP */
+	char *tls_key;			/* PEM, with tls_cert */
+	const char *tls_ca;		/* file to verify https:// peers, or NULL */
 };
 
 /*

@@ -1,262 +1,323 @@
 // SPDX-License-Identifier: GPL-2.0
-#include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "httpc.h"
 
-static int fail(struct http_result *res, const char *phase, int err)
+static char *ca_path;	/* NULL: libcurl's default CA store */
+
+int httpc_init(const char *ca_file)
 {
-	res->failed_phase = phase;
-	res->error = err;
-	return -1;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT))
+		return -1;
+	if (ca_file) {
+		ca_path = strdup(ca_file);
+		if (!ca_path)
+			return -1;
+	}
+	return 0;
 }
 
-/* Waits for @events until the earlier of the deadline and a stall limit. */
-static int wait_io(int fd, short events, double deadline, unsigned int stall_ms)
+void httpc_cleanup(void)
 {
-	struct pollfd pfd = { .fd = fd, .events = events };
-	double left = deadline - clock_mono_s();
-	int ms, n;
+	free(ca_path);
+	ca_path = NULL;
+	curl_global_cleanup();
+}
 
-	for (;;) {
-		if (left <= 0)
-			return ETIMEDOUT;
-		ms = (int)(left * 1000) + 1;
-		if (stall_ms && (unsigned int)ms > stall_ms)
-			ms = (int)stall_ms;
-		n = poll(&pfd, 1, ms);
-		if (n > 0)
+/* One request's state, shared by libcurl's callbacks. */
+struct transfer {
+	CURL *curl;
+	struct http_result *res;
+	struct http_head head;
+	size_t cap;			/* of res->body */
+	size_t upload_len;
+	unsigned int stall_ms;
+	double t0;
+	double started;			/* the request began to go out */
+	double sent_at;			/* its whole body was out */
+	double last_sent;		/* a body byte last went out */
+	curl_off_t last_ul;
+	int error;			/* a callback's reason to stop */
+	const char *phase;
+	long oserr;			/* errno of libcurl's failed call */
+	char *unread;			/* what was left on the socket at its close */
+	size_t unread_len;
+};
+
+#define UNREAD_MAX	(64 << 10)
+
+static size_t stop(struct transfer *x, const char *phase, int err)
+{
+	x->phase = phase;
+	x->error = err;
+	return 0;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct transfer *x = arg;
+
+	if (http_head_line(&x->head, ptr, size * n))
+		return stop(x, "receive", EPROTO);
+	return size * n;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct transfer *x = arg;
+	struct http_result *res = x->res;
+	size_t len = size * n, want;
+	char *bigger;
+
+	if (len > HTTPC_RESPONSE_MAX - res->body_len)
+		return stop(x, "receive", EMSGSIZE);
+	want = res->body_len + len + 1;
+	if (want > x->cap) {
+		x->cap = x->cap ? x->cap : 8192;
+		while (x->cap < want)
+			x->cap *= 2;
+		bigger = realloc(res->body, x->cap);
+		if (!bigger)
+			return stop(x, "receive", ENOMEM);
+		res->body = bigger;
+	}
+	memcpy(res->body + res->body_len, ptr, len);
+	res->body_len += len;
+	res->body[res->body_len] = '\0';
+	return len;
+}
+
+/*
+ * The stall bound holds while the body goes out (connected, not all of
+ * it sent): the peer then has no reason to stop reading. Waiting for its
+ * answer afterwards (a restore) is bounded by the deadline alone.
+ */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct transfer *x = arg;
+	double now = clock_mono_s();
+	curl_off_t pretransfer = 0;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	if (x->sent_at)
+		return 0;
+	if (!x->started) {
+		curl_easy_getinfo(x->curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+		if (pretransfer <= 0)
 			return 0;
-		if (n == 0)
-			return ETIMEDOUT;
-		if (errno != EINTR)
-			return errno;
-		left = deadline - clock_mono_s();
+		x->started = now;
+		x->last_sent = now;
 	}
+	if ((size_t)ulnow >= x->upload_len) {
+		x->sent_at = now;
+		return 0;
+	}
+	if (ulnow > x->last_ul) {
+		x->last_ul = ulnow;
+		x->last_sent = now;
+	} else if (x->stall_ms && (now - x->last_sent) * 1000 >= x->stall_ms) {
+		stop(x, "send", ETIMEDOUT);
+		return 1;
+	}
+	return 0;
 }
 
-static int connect_target(const struct target_url *t, double deadline,
-			  struct http_result *res)
+/*
+ * A peer that refuses from the headers (401, 413, 503) answers and closes
+ * while the body is still going out; its close with our bytes unread
+ * resets the connection, libcurl's send fails and it never reads the
+ * answer. The answer is still queued on the socket: keep it, as it says
+ * more than the reset (over TLS it is ciphertext and stays unused).
+ */
+static int on_close(void *arg, curl_socket_t fd)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *ai;
-	socklen_t elen = sizeof(int);
-	char port[8];
-	int fd, err = 0;
-
-	snprintf(port, sizeof(port), "%u", t->port);
-	if (getaddrinfo(t->host, port, &hints, &ai))
-		return fail(res, "resolve", EHOSTUNREACH);
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		freeaddrinfo(ai);
-		return fail(res, "connect", errno);
-	}
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS)
-		err = errno;
-	freeaddrinfo(ai);
-	if (!err)
-		err = wait_io(fd, POLLOUT, deadline, 0);
-	if (!err && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen))
-		err = errno;
-	if (err) {
-		close(fd);
-		return fail(res, "connect", err);
-	}
-	return fd;
-}
-
-static int send_all(int fd, const void *buf, size_t len, double deadline,
-		    unsigned int stall_ms)
-{
-	const uint8_t *p = buf;
+	struct transfer *x = arg;
 	ssize_t n;
-	int err;
 
-	while (len) {
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return errno;
-		err = wait_io(fd, POLLOUT, deadline, stall_ms);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* "HTTP/1.<digit> <3 digits>", then a reason phrase or nothing. */
-static int parse_status_line(const char *line, unsigned int *status)
-{
-	const char *code = line + 9;
-
-	if (strncmp(line, "HTTP/1.", 7) || !isdigit((unsigned char)line[7]) ||
-	    line[8] != ' ' || !isdigit((unsigned char)code[0]) ||
-	    !isdigit((unsigned char)code[1]) ||
-	    !isdigit((unsigned char)code[2]) || (code[3] && code[3] != ' '))
-		return -1;
-	*status = (unsigned int)((code[0] - '0') * 100 + (code[1] - '0') * 10 +
-				 (code[2] - '0'));
-	return *status < 100 ? -1 : 0;
-}
-
-/* 1*DIGIT with blanks after it; a second one must say the same. */
-static int parse_content_length(const char *text, long *clen)
-{
-	char *end;
-	long n;
-
-	if (!isdigit((unsigned char)*text))
-		return -1;
-	errno = 0;
-	n = strtol(text, &end, 10);
-	if (errno)
-		return -1;
-	end += strspn(end, " \t");
-	if (*end || (*clen >= 0 && *clen != n))
-		return -1;
-	*clen = n;
-	return 0;
-}
-
-static int parse_head(char *head, struct http_result *res, long *clen)
-{
-	char *line, *save = NULL, *colon;
-
-	*clen = -1;
-	line = strtok_r(head, "\r\n", &save);
-	if (line != head || parse_status_line(line, &res->status))
-		return -1;
-	while ((line = strtok_r(NULL, "\r\n", &save))) {
-		colon = strchr(line, ':');
-		if (!colon)
-			continue;
-		*colon++ = '\0';
-		colon += strspn(colon, " \t");
-		if (strcasecmp(line, "Content-Length") == 0) {
-			if (parse_content_length(colon, clen))
-				return -1;
-		} else if (strcasecmp(line, "Content-Type") == 0) {
-			snprintf(res->content_type, sizeof(res->content_type),
-				 "%s", colon);
-		}
-	}
-	return 0;
-}
-
-int httpc_parse_response(char *buf, size_t len, struct http_result *res)
-{
-	char *end;
-	long clen;
-
-	end = strstr(buf, "\r\n\r\n");
-	if (!end) {
-		free(buf);
-		return len ? EPROTO : ECONNRESET;
-	}
-	*end = '\0';
-	if (parse_head(buf, res, &clen)) {
-		free(buf);
-		res->status = 0;
-		return EPROTO;
-	}
-	end += 4;
-	res->body_len = len - (size_t)(end - buf);
-	if (clen >= 0 && (size_t)clen != res->body_len) {
-		free(buf);
-		res->status = 0;
-		return EPROTO;	/* cut in the middle of the reply */
-	}
-	memmove(buf, end, res->body_len + 1);
-	res->body = buf;
-	return 0;
-}
-
-/* Reads the whole response (Connection: close) and parses it. */
-static int receive_response(int fd, double deadline, struct http_result *res)
-{
-	size_t cap = 8192, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-	int err;
-
-	if (!buf)
-		return ENOMEM;
-	for (;;) {
-		if (len + 1 >= cap) {
-			char *bigger;
-
-			if (cap >= HTTPC_RESPONSE_MAX) {
-				free(buf);
-				return EMSGSIZE;
-			}
-			bigger = realloc(buf, cap * 2);
-			if (!bigger) {
-				free(buf);
-				return ENOMEM;
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		n = recv(fd, buf + len, cap - len - 1, 0);
-		if (n > 0) {
-			len += (size_t)n;
-			continue;
-		}
-		if (n == 0)
+	if (!x->head.started && !x->unread)
+		x->unread = malloc(UNREAD_MAX + 1);
+	while (x->unread && x->unread_len < UNREAD_MAX) {
+		n = recv(fd, x->unread + x->unread_len, UNREAD_MAX - x->unread_len,
+			 MSG_DONTWAIT);
+		if (n <= 0)
 			break;
-		if (errno != EAGAIN && errno != EINTR) {
-			free(buf);
-			return errno;
-		}
-		err = wait_io(fd, POLLIN, deadline, 0);
-		if (err) {
-			free(buf);
-			return err;
-		}
+		x->unread_len += (size_t)n;
 	}
-	buf[len] = '\0';
-	return httpc_parse_response(buf, len, res);
+	return close(fd);
 }
 
-static int send_request(int fd, const char *method, const struct target_url *t,
-			const char *path_query, const char *token,
-			const char *content_type, const uint8_t *body,
-			size_t len, double deadline, unsigned int stall_ms)
+/* The early answer on_close kept, if it is a whole reply: into res. */
+static bool take_early_answer(struct transfer *x, bool tls)
 {
-	char head[4096 + 512];
-	int n, err;
+	char *buf = x->unread;
 
-	n = snprintf(head, sizeof(head),
-		     "%s %s HTTP/1.1\r\nHost: %s:%u\r\n"
-		     "User-Agent: sigmig-agent\r\nConnection: close\r\n"
-		     "Content-Type: %s\r\nContent-Length: %zu\r\n"
-		     "%s%s%s\r\n",
-		     method, path_query, t->host, t->port, content_type, len,
-		     token && *token ? "Authorization: Bearer " : "",
-		     token && *token ? token : "",
-		     token && *token ? "\r\n" : "");
-	if (n < 0 || (size_t)n >= sizeof(head))
-		return E2BIG;
-	err = send_all(fd, head, (size_t)n, deadline, stall_ms);
-	if (!err)
-		err = send_all(fd, body, len, deadline, stall_ms);
-	return err;
+	x->unread = NULL;
+	if (!buf || tls || !x->unread_len) {
+		free(buf);
+		return false;
+	}
+	buf[x->unread_len] = '\0';
+	return httpc_parse_response(buf, x->unread_len, x->res) == 0;
+}
+
+static bool is_tls_error(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Which phase failed and the errno that says how, from libcurl's code. */
+static void classify_failure(struct transfer *x, CURLcode rc)
+{
+	struct http_result *res = x->res;
+	long oserr = x->oserr;
+
+	res->failed_phase = x->sent_at ? "receive" : "send";
+	res->error = EIO;
+	if (x->error) {
+		res->failed_phase = x->phase;
+		res->error = x->error;
+	} else if (rc == CURLE_COULDNT_RESOLVE_HOST) {
+		res->failed_phase = "resolve";
+		res->error = EHOSTUNREACH;
+	} else if (rc == CURLE_COULDNT_CONNECT) {
+		res->failed_phase = "connect";
+		res->error = oserr ? (int)oserr : ECONNREFUSED;
+	} else if (rc == CURLE_OPERATION_TIMEDOUT) {
+		if (!x->started)
+			res->failed_phase = "connect";
+		res->error = ETIMEDOUT;
+	} else if (is_tls_error(rc)) {
+		res->failed_phase = "tls";
+		res->error = EPROTO;
+	} else if (rc == CURLE_SEND_ERROR) {
+		res->error = oserr ? (int)oserr : EPIPE;
+	} else if (rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING) {
+		res->failed_phase = "receive";
+		res->error = oserr ? (int)oserr : ECONNRESET;
+	} else if (rc == CURLE_PARTIAL_FILE || rc == CURLE_WEIRD_SERVER_REPLY ||
+		   rc == CURLE_UNSUPPORTED_PROTOCOL) {
+		res->failed_phase = "receive";
+		res->error = EPROTO;
+	} else if (rc == CURLE_OUT_OF_MEMORY) {
+		res->error = ENOMEM;
+	}
+	if (!res->detail[0])
+		snprintf(res->detail, sizeof(res->detail), "%s",
+			 curl_easy_strerror(rc));
+	http_result_free(res);
+	res->status = 0;
+	res->body_len = 0;
+}
+
+/* Where the time went: connect (TCP and TLS), send, wait; they add up. */
+static void record_phases(struct transfer *x)
+{
+	struct http_result *res = x->res;
+	double total = clock_mono_s() - x->t0;
+	curl_off_t tcp = 0, tls = 0;
+
+	if (x->curl) {
+		curl_easy_getinfo(x->curl, CURLINFO_CONNECT_TIME_T, &tcp);
+		curl_easy_getinfo(x->curl, CURLINFO_APPCONNECT_TIME_T, &tls);
+	}
+	res->connect_s = (double)(tls > tcp ? tls : tcp) / 1e6;
+	if (res->connect_s > total)
+		res->connect_s = total;
+	res->send_s = (x->sent_at ? x->sent_at : x->t0 + total) - x->t0 -
+		      res->connect_s;
+	if (res->send_s < 0)
+		res->send_s = 0;
+	res->wait_s = total - res->connect_s - res->send_s;
+}
+
+static struct curl_slist *request_headers(const char *token,
+					  const char *content_type)
+{
+	struct curl_slist *h = NULL, *next;
+	char line[512];
+	const char *const fixed[] = { line, "Expect:", NULL };
+	int i;
+
+	snprintf(line, sizeof(line), "Content-Type: %s", content_type);
+	for (i = 0; fixed[i]; i++) {
+		next = curl_slist_append(h, fixed[i]);
+		if (!next)
+			goto fail;
+		h = next;
+	}
+	if (token && *token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
+		next = curl_slist_append(h, line);
+		explicit_bzero(line, sizeof(line));
+		if (!next)
+			goto fail;
+		h = next;
+	}
+	return h;
+fail:
+	curl_slist_free_all(h);
+	return NULL;
+}
+
+static int set_options(struct transfer *x, const char *method, const char *url,
+		       struct curl_slist *headers, const uint8_t *body,
+		       size_t len, unsigned int timeout_ms)
+{
+	CURL *c = x->curl;
+	CURLcode rc = CURLE_OK;
+
+#define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val); } while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_PROXY, "");		/* never the environment's proxy */
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	SET(CURLOPT_FORBID_REUSE, 1L);
+	SET(CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	SET(CURLOPT_USERAGENT, "sigmig-agent");
+	SET(CURLOPT_HTTPHEADER, headers);
+	SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	SET(CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+	if (strcmp(method, "POST"))
+		SET(CURLOPT_CUSTOMREQUEST, method);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, x);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, x);
+	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+	SET(CURLOPT_XFERINFODATA, x);
+	SET(CURLOPT_NOPROGRESS, 0L);
+	SET(CURLOPT_CLOSESOCKETFUNCTION, on_close);
+	SET(CURLOPT_CLOSESOCKETDATA, x);
+	SET(CURLOPT_ERRORBUFFER, x->res->detail);
+	if (ca_path)
+		SET(CURLOPT_CAINFO, ca_path);
+#undef SET
+	return rc == CURLE_OK ? 0 : -1;
 }
 
 int httpc_post(const struct target_url *target, const char *path_query,
@@ -274,76 +335,42 @@ int httpc_request(const char *method, const struct target_url *target,
 		  unsigned int timeout_ms, unsigned int stall_ms,
 		  struct http_result *res)
 {
-	double t0 = clock_mono_s(), deadline = t0 + timeout_ms / 1000.0, t1, t2;
-	int fd, err;
+	struct transfer x = { .res = res, .upload_len = len, .stall_ms = stall_ms };
+	struct curl_slist *headers;
+	char url[TARGET_HOST_MAX + 8192];
+	CURLcode rc = CURLE_OUT_OF_MEMORY;
 
 	memset(res, 0, sizeof(*res));
-	fd = connect_target(target, deadline, res);
-	if (fd < 0)
+	http_head_init(&x.head);
+	x.t0 = clock_mono_s();
+	snprintf(url, sizeof(url), "%s://%s:%u%s", target->tls ? "https" : "http",
+		 target->host, target->port, path_query);
+	headers = request_headers(token, content_type);
+	x.curl = curl_easy_init();
+	if (headers && x.curl &&
+	    !set_options(&x, method, url, headers, body, len, timeout_ms))
+		rc = curl_easy_perform(x.curl);
+	if (rc == CURLE_OK && (!x.head.complete ||
+	    (x.head.content_length >= 0 &&
+	     (size_t)x.head.content_length != res->body_len)))
+		stop(&x, "receive", EPROTO);	/* a reply cut short */
+	record_phases(&x);
+	if (x.curl)
+		curl_easy_getinfo(x.curl, CURLINFO_OS_ERRNO, &x.oserr);
+	curl_easy_cleanup(x.curl);	/* closes the socket: on_close runs */
+	curl_slist_free_all(headers);
+	if (rc == CURLE_SEND_ERROR && !x.error && !x.head.started &&
+	    take_early_answer(&x, target->tls)) {
+		res->detail[0] = '\0';
+		return 0;
+	}
+	free(x.unread);
+	if (rc != CURLE_OK || x.error) {
+		classify_failure(&x, rc);
 		return -1;
-	t1 = clock_mono_s();
-	res->connect_s = t1 - t0;
-	err = send_request(fd, method, target, path_query, token, content_type, body,
-			   len, deadline, stall_ms);
-	t2 = clock_mono_s();
-	res->send_s = t2 - t1;
-	if (err && err != ETIMEDOUT) {
-		/*
-		 * A server that refuses from the headers (401, 413) answers
-		 * and closes while the body is still going out: its answer
-		 * says more than the broken pipe.
-		 */
-		if (receive_response(fd, clock_mono_s() + 2, res) == 0 && res->status) {
-			res->wait_s = 0;
-			close(fd);
-			return 0;
-		}
-		http_result_free(res);
 	}
-	if (err) {
-		close(fd);
-		return fail(res, "send", err);
-	}
-	err = receive_response(fd, deadline, res);
-	res->wait_s = clock_mono_s() - t2;
-	close(fd);
-	if (err)
-		return fail(res, "receive", err);
-	return 0;
-}
-
-void http_result_free(struct http_result *res)
-{
-	free(res->body);
-	res->body = NULL;
-}
-
-int url_append_query(char *buf, size_t len, const char *key, const char *value)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t used = strlen(buf);
-	const unsigned char *p;
-	int n;
-
-	n = snprintf(buf + used, len - used, "%s%s=", strchr(buf, '?') ? "&" : "?",
-		     key);
-	if (n < 0 || (size_t)n >= len - used)
-		return -1;
-	used += (size_t)n;
-	for (p = (const unsigned char *)value; *p; p++) {
-		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			     (*p >= '0' && *p <= '9') || strchr("-._~", *p);
-
-		if (used + 4 >= len)
-			return -1;
-		if (plain) {
-			buf[used++] = (char)*p;
-		} else {
-			buf[used++] = '%';
-			buf[used++] = hex[*p >> 4];
-			buf[used++] = hex[*p & 15];
-		}
-	}
-	buf[used] = '\0';
+	res->status = x.head.status;
+	snprintf(res->content_type, sizeof(res->content_type), "%s",
+		 x.head.content_type);
 	return 0;
 }

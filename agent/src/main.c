@@ -17,6 +17,7 @@
 
 #include "caps.h"
 #include "config.h"
+#include "httpc.h"
 #include "log.h"
 #include "server.h"
 #include "workload.h"
@@ -69,7 +70,13 @@ int main(int argc, char **argv)
 	agent.started = time(NULL);
 	caps_probe(&agent.caps);
 	log_startup();
+	if (httpc_init(config.tls_ca)) {
+		fprintf(stderr, "sigmig-agent: cannot initialise libcurl\n");
+		config_free(&config);
+		return 1;
+	}
 	if (workloads_init(&config) || server_start()) {
+		httpc_cleanup();
 		config_free(&config);
 		return 1;
 	}
@@ -80,6 +87,7 @@ int main(int argc, char **argv)
 	server_stop();
 	workloads_shutdown();
 	log_info("stopped");
+	httpc_cleanup();
 	config_free(&config);
 	return 0;
 }

@@ -161,14 +161,14 @@ static void describe_transfer_failure(const struct migrate_request *req,
 			      "timeout %u ms)", req->target_text,
 			      res->failed_phase, req->timeout_ms);
 	else if (!strcmp(res->failed_phase, "resolve") ||
-		 !strcmp(res->failed_phase, "connect"))
+		 !strcmp(res->failed_phase, "connect") ||
+		 !strcmp(res->failed_phase, "tls"))
 		api_error_set(err, 502, "target_unreachable", "%s: %s: %s",
-			      req->target_text, res->failed_phase,
-			      strerror(res->error));
+			      req->target_text, res->failed_phase, res->detail);
 	else
-		api_error_set(err, 502, "transfer_failed", "%s: %s: %s",
+		api_error_set(err, 502, "transfer_failed", "%s: %s: %s (%s)",
 			      req->target_text, res->failed_phase,
-			      strerror(res->error));
+			      strerror(res->error), res->detail);
 	snprintf(err->cause, sizeof(err->cause), "%s", res->failed_phase);
 }
 

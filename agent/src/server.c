@@ -416,9 +416,14 @@ int server_start(void)
 	 * address gets a share of them, and an idle connection is closed
 	 * soon (a handler at work, e.g. a restore, is not idle).
 	 */
+	if (cfg->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		log_error("--tls-cert: this libmicrohttpd has no TLS support");
+		return -1;
+	}
+	/* Without TLS the two key options end the list early. */
 	daemon_handle = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-		MHD_USE_ERROR_LOG | MHD_USE_ITC,
+		MHD_USE_ERROR_LOG | MHD_USE_ITC | (cfg->tls_cert ? MHD_USE_TLS : 0),
 		cfg->port, NULL, NULL, on_request, NULL,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
@@ -426,12 +431,16 @@ int server_start(void)
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_client,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		cfg->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
+		cfg->tls_cert,
+		MHD_OPTION_HTTPS_MEM_KEY, cfg->tls_key,
 		MHD_OPTION_END);
 	if (!daemon_handle) {
 		log_error("cannot listen on %s:%u", cfg->listen_addr, cfg->port);
 		return -1;
 	}
-	log_info("listening on http://%s:%u (API %s)", cfg->listen_addr,
+	log_info("listening on %s://%s:%u (API %s)",
+		 cfg->tls_cert ? "https" : "http", cfg->listen_addr,
 		 cfg->port, AGENT_API_VERSION);
 	return 0;
 }

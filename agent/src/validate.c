@@ -435,10 +435,16 @@ int parse_target_url(const char *url, struct target_url *out,
 	const char *host, *end, *colon;
 	size_t hostlen, i;
 
-	if (strncmp(url, "http://", 7) != 0)
+	if (strncmp(url, "https://", 8) == 0) {
+		out->tls = true;
+		host = url + 8;
+	} else if (strncmp(url, "http://", 7) == 0) {
+		out->tls = false;
+		host = url + 7;
+	} else {
 		return fail(err, "invalid_field",
-			    "target: must be an http://host[:port] URL");
-	host = url + 7;
+			    "target: must be an http:// or https://host[:port] URL");
+	}
 	end = host + strcspn(host, "/");
 	if (*end && strcmp(end, "/") != 0)
 		return fail(err, "invalid_field",
@@ -453,7 +459,7 @@ int parse_target_url(const char *url, struct target_url *out,
 				    "target: bad character in host name");
 	memcpy(out->host, host, hostlen);
 	out->host[hostlen] = '\0';
-	out->port = 80;
+	out->port = out->tls ? 443 : 80;
 	if (colon && parse_port(colon + 1, (size_t)(end - colon - 1), &out->port))
 		return fail(err, "invalid_field",
 			    "target: port must be 1-65535");

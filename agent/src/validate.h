@@ -42,6 +42,7 @@ struct start_request {
 struct target_url {
 	char host[TARGET_HOST_MAX + 1];
 	uint16_t port;
+	bool tls;		/* https:// */
 };
 
 struct migrate_request {

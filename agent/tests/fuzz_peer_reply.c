@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: a peer agent's reply, as httpc reads it off the socket
- * (everything up to the peer's close), through httpc_parse_response() and
+ * libFuzzer target: a peer agent's reply, whole (everything up to the
+ * peer's close), through httpc_parse_response(), whose head checks are the
+ * ones the client applies to each line libcurl hands over, and
  * then what migrate.c makes of the body: the held copy's id from a 2xx,
  * the problem's code and detail otherwise.
  *
@@ -11,37 +12,37 @@
  */
 #include <ctype.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "httpc.h"
+#include "http_reply.h"
 #include "problem.h"
 #include "validate.h"
 
 /* "HTTP/1.<digit> <3 digits>" then the end of the line or a space. */
-static unsigned int expected_status(const char *reply)
+static unsigned int status_of(const char *line)
 {
-	const char *p = reply;
+	const char *p = line;
 
 	if (strncmp(p, "HTTP/1.", 7) || !isdigit((unsigned char)p[7]) ||
 	    p[8] != ' ')
 		return 0;
 	p += 9;
 	if (!isdigit((unsigned char)p[0]) || !isdigit((unsigned char)p[1]) ||
-	    !isdigit((unsigned char)p[2]) || !strchr(" \r\n", p[3]))
+	    !isdigit((unsigned char)p[2]) || (p[3] && p[3] != ' '))
 		return 0;
 	return (unsigned int)((p[0] - '0') * 100 + (p[1] - '0') * 10 + p[2] - '0');
 }
 
 /*
- * The Content-Length the head declares: -1 none, -2 one that is not
- * 1*DIGIT (optional blanks around it) or two that differ, so that no body
- * length can be right. Equal values are compared as numbers ("002" and
- * "2" agree); more than 15 significant digits is a length no reply here
- * can have, LLONG_MAX. Lines are split as httpc splits them.
+ * The value of one Content-Length line: -2 one that is not 1*DIGIT
+ * (optional blanks around it), so that no body length can be right.
+ * Values are compared as numbers ("002" and "2" agree); more than 15
+ * significant digits is a length no reply here can have, LLONG_MAX.
  */
 static long long length_value(const char *v)
 {
@@ -64,28 +65,48 @@ static long long length_value(const char *v)
 	return n;
 }
 
-static long long declared_length(const char *reply)
-{
-	char *head = strdup(reply), *end, *line, *save = NULL;
-	long long clen = -1, n;
+struct model {
+	unsigned int status;	/* of the final head */
+	long long clen;		/* -1 none, -2 none can be right */
+};
 
-	if (!head)
-		abort();
-	end = strstr(head, "\r\n\r\n");
-	if (end)
-		*end = '\0';
-	line = strtok_r(head, "\r\n", &save);
-	while (line && (line = strtok_r(NULL, "\r\n", &save))) {
-		if (strncasecmp(line, "Content-Length:", 15))
-			continue;
-		n = length_value(line + 15);
-		if (clen == -1 || clen == n)
-			clen = n;
-		else
-			clen = -2;
+/*
+ * What the reply says, read independently of http_reply.c: lines end at
+ * LF (CRs before it dropped), a head ends at an empty line, a 1xx head is
+ * followed by the final one; two Content-Lengths must agree.
+ */
+static struct model model_of(const uint8_t *data, size_t size)
+{
+	const char *p = (const char *)data, *end = p + size, *nl;
+	struct model m = { 0, -1 };
+	bool first = true;
+	char line[8192];
+	long long n;
+	size_t len;
+
+	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+		len = (size_t)(nl - p);
+		while (len && p[len - 1] == '\r')
+			len--;
+		if (len >= sizeof(line))
+			len = sizeof(line) - 1;	/* long lines fail to parse anyway */
+		memcpy(line, p, len);
+		line[len] = '\0';
+		p = nl + 1;
+		if (first) {
+			m.status = status_of(line);
+			m.clen = -1;
+			first = false;
+		} else if (!len) {
+			if (m.status >= 200)
+				break;
+			first = true;
+		} else if (!strncasecmp(line, "Content-Length:", 15)) {
+			n = length_value(line + 15);
+			m.clen = m.clen == -1 || m.clen == n ? n : -2;
+		}
 	}
-	free(head);
-	return clen;
+	return m;
 }
 
 /* What migrate.c does with a reply that parsed. */
@@ -118,15 +139,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct http_result res;
 	char *buf = malloc(size + 1);
-	unsigned int status;
-	long long clen;
+	struct model m;
 
 	if (!buf)
 		return 0;
 	memcpy(buf, data, size);
 	buf[size] = '\0';
-	status = expected_status(buf);
-	clen = declared_length(buf);
+	m = model_of(data, size);
 	memset(&res, 0, sizeof(res));
 	if (httpc_parse_response(buf, size, &res)) {
 		/* buf is freed; a reply cut short must not look answered */
@@ -139,9 +158,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (memcmp(res.body, data + size - res.body_len, res.body_len))
 		abort();	/* the body is the reply's tail */
-	if (res.status != status || status < 100)
+	if (res.status != m.status || m.status < 200)
 		abort();	/* a status the status line does not say */
-	if (clen == -2 || (clen >= 0 && (size_t)clen != res.body_len))
+	if (m.clen == -2 || (m.clen >= 0 && (size_t)m.clen != res.body_len))
 		abort();	/* a body the declared length does not describe */
 	interpret(&res);
 	http_result_free(&res);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_query.h"
-#include "httpc.h"
+#include "http_reply.h"
 #include "problem.h"
 #include "validate.h"
 

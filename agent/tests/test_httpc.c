@@ -1,8 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Host unit tests (TAP) of httpc's parsing of a peer's reply. */
+/*
+ * Host tests (TAP) of the agent's HTTP client: the checks a peer's reply
+ * must pass (whole replies, as the fuzzer sees them), then the client
+ * itself (libcurl) against a real local server that answers the same
+ * replies, stalls, keeps silent or refuses early.
+ *   test_httpc [--tls URL CA WRONG_CA]   with --tls also: an HTTPS peer
+ *   (a sigmig-agent serving URL) verified against CA and refused with
+ *   WRONG_CA; tests/host-api.sh runs that part.
+ */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "httpc.h"
 #include "tap.h"
@@ -104,10 +117,262 @@ static void test_bad_content_lengths(void)
 	http_result_free(&res);
 }
 
-int main(void)
+/* ---- the client against a real server ---- */
+
+enum serve_mode { SERVE_REPLY, SERVE_SILENT, SERVE_NO_READ, SERVE_EARLY };
+
+struct server {
+	int fd;
+	uint16_t port;
+	enum serve_mode mode;
+	const char *reply;
+	unsigned int hold_ms;		/* how long SILENT/NO_READ keep the socket */
+	size_t body_seen;		/* request body bytes read */
+	pthread_t thread;
+};
+
+/* Reads the request head and as much of its body as Content-Length says. */
+static void read_request(struct server *s, int c)
+{
+	char buf[65536], *end, *cl;
+	size_t len = 0, want = 0;
+	ssize_t n;
+
+	while ((n = read(c, buf + len, sizeof(buf) - 1 - len)) > 0) {
+		len += (size_t)n;
+		buf[len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+		if (end || len == sizeof(buf) - 1)
+			break;
+	}
+	end = strstr(buf, "\r\n\r\n");
+	if (!end)
+		return;
+	cl = strcasestr(buf, "\r\nContent-Length:");
+	if (cl && cl < end)
+		want = strtoul(cl + 17, NULL, 10);
+	s->body_seen = len - (size_t)(end + 4 - buf);
+	if (s->mode == SERVE_EARLY)
+		return;
+	while (s->body_seen < want && (n = read(c, buf, sizeof(buf))) > 0)
+		s->body_seen += (size_t)n;
+}
+
+static void *serve_one(void *arg)
+{
+	struct server *s = arg;
+	int c = accept(s->fd, NULL, NULL);
+
+	if (c < 0)
+		return NULL;
+	if (s->mode != SERVE_NO_READ)
+		read_request(s, c);
+	if (s->mode == SERVE_REPLY || s->mode == SERVE_EARLY)
+		(void)!write(c, s->reply, strlen(s->reply));
+	else
+		usleep(s->hold_ms * 1000);
+	close(c);
+	return NULL;
+}
+
+static void serve(struct server *s, enum serve_mode mode, const char *reply)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	int small = 4096;
+
+	memset(s, 0, sizeof(*s));
+	s->mode = mode;
+	s->reply = reply;
+	s->hold_ms = 3000;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (s->fd < 0)
+		abort();
+	/* A small receive buffer: a server that does not read stalls soon. */
+	setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) || listen(s->fd, 1) ||
+	    getsockname(s->fd, (struct sockaddr *)&a, &alen))
+		abort();
+	s->port = ntohs(a.sin_port);
+	if (pthread_create(&s->thread, NULL, serve_one, s))
+		abort();
+}
+
+static void serve_end(struct server *s)
+{
+	pthread_join(s->thread, NULL);
+	close(s->fd);
+}
+
+/* POSTs @len bytes to a server answering @mode/@reply. */
+static int post_to(enum serve_mode mode, const char *reply, size_t len,
+		   unsigned int timeout_ms, unsigned int stall_ms,
+		   struct http_result *res)
+{
+	struct target_url t = { .host = "127.0.0.1" };
+	uint8_t *body = calloc(1, len + 1);
+	struct server s;
+	int ret;
+
+	if (!body)
+		abort();
+	serve(&s, mode, reply);
+	t.port = s.port;
+	ret = httpc_post(&t, "/v1/restore?x=1", "sekrit", "application/octet-stream",
+			 body, len, timeout_ms, stall_ms, res);
+	serve_end(&s);
+	free(body);
+	return ret;
+}
+
+static void test_live_replies(void)
+{
+	struct http_result res;
+
+	ok(post_to(SERVE_REPLY, "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+		   "Content-Length: 11\r\n\r\n{\"id\":\"w3\"}", 300000, 5000, 0, &res) == 0 &&
+	   res.status == 201 && res.body_len == 11 && !strcmp(res.body, "{\"id\":\"w3\"}") &&
+	   !strcmp(res.content_type, "application/json"),
+	   "a 201 with its body and type, after a 300000-byte body (status %u)",
+	   res.status);
+	ok(res.connect_s >= 0 && res.send_s >= 0 && res.wait_s >= 0,
+	   "its phases are never negative (connect %.4f send %.4f wait %.4f)",
+	   res.connect_s, res.send_s, res.wait_s);
+	http_result_free(&res);
+	ok(post_to(SERVE_REPLY, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort",
+		   10, 5000, 0, &res) && !strcmp(res.failed_phase, "receive") &&
+	   res.status == 0 && !res.body,
+	   "a reply cut short is a failure, not an answer (%s)", res.detail);
+	ok(post_to(SERVE_REPLY, "", 10, 5000, 0, &res) &&
+	   !strcmp(res.failed_phase, "receive") && res.status == 0,
+	   "a peer that closes without a word: receive failed (%s)", res.detail);
+	ok(post_to(SERVE_REPLY, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		   10, 5000, 0, &res) == 0 && res.status == 204,
+	   "an interim 100 is passed over: the final status counts (%u)", res.status);
+	http_result_free(&res);
+}
+
+/* The same malformed heads that the pure tests refuse, over a socket. */
+static void test_live_bad_heads(void)
+{
+	static const char *const bad[] = {
+		"HTTP/1.1 20/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 4294967496 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1  200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 3x\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nabc",
+		"HTTP/2 200\r\n\r\n",
+		"garbage\r\n\r\n",
+	};
+	struct http_result res;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(post_to(SERVE_REPLY, bad[i], 100, 5000, 0, &res) &&
+		   res.status == 0 && !res.body,
+		   "malformed head %u from a live peer: no status, no body (%s: %s)",
+		   i, res.failed_phase, res.detail);
+}
+
+static void test_live_bounds(void)
+{
+	struct http_result res;
+	char *huge;
+	size_t n = HTTPC_RESPONSE_MAX + 16, head;
+
+	ok(post_to(SERVE_NO_READ, NULL, 64 << 20, 10000, 1000, &res) &&
+	   !strcmp(res.failed_phase, "send") && res.error == ETIMEDOUT &&
+	   res.send_s < 5,
+	   "a peer that stops reading: the send stalls out after ~1 s (%.2f s)",
+	   res.send_s);
+	ok(post_to(SERVE_SILENT, NULL, 10, 1500, 1000, &res) &&
+	   !strcmp(res.failed_phase, "receive") && res.error == ETIMEDOUT,
+	   "a peer that never answers: the deadline ends the wait (%s %s)",
+	   res.failed_phase, strerror(res.error));
+	ok(post_to(SERVE_EARLY, "HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n"
+		   "Content-Length: 2\r\n\r\nno", 8 << 20, 10000, 2000, &res) == 0 &&
+	   res.status == 401,
+	   "a peer that refuses from the headers: its answer, not a broken pipe "
+	   "(%u, %s)", res.status, res.failed_phase ? res.detail : "");
+	http_result_free(&res);
+	huge = malloc(n + 64);
+	if (!huge)
+		abort();
+	head = (size_t)snprintf(huge, 64, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", n);
+	memset(huge + head, 'x', n);
+	huge[head + n] = '\0';
+	ok(post_to(SERVE_REPLY, huge, 10, 10000, 0, &res) &&
+	   res.error == EMSGSIZE && !res.body,
+	   "a reply over %d bytes is refused (%s)", HTTPC_RESPONSE_MAX,
+	   strerror(res.error));
+	free(huge);
+	ok(post_to(SERVE_REPLY, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		   10, 5000, 0, &res) == 0 && res.status == 200 && res.body_len == 2,
+	   "one more request works after all that (%u)", res.status);
+	http_result_free(&res);
+}
+
+static void test_unreachable(void)
+{
+	struct target_url t = { .host = "127.0.0.1", .port = 1 };
+	struct http_result res;
+
+	ok(httpc_request("DELETE", &t, "/v1/workloads/w1", NULL, "application/json",
+			 NULL, 0, 3000, 1000, &res) && !strcmp(res.failed_phase, "connect") &&
+	   res.error == ECONNREFUSED,
+	   "nothing listening: connect failed, ECONNREFUSED (%s)", res.detail);
+	snprintf(t.host, sizeof(t.host), "no-such-host.invalid");
+	ok(httpc_request("GET", &t, "/", NULL, "application/json", NULL, 0, 3000,
+			 1000, &res) && !strcmp(res.failed_phase, "resolve"),
+	   "an unknown host: resolve failed (%s)", res.detail);
+}
+
+/* An HTTPS peer (a sigmig-agent): verified with its CA, refused without. */
+static void test_tls(const char *url, const char *ca, const char *wrong_ca)
+{
+	struct target_url t;
+	struct http_result res;
+	struct verror verr;
+
+	ok(parse_target_url(url, &t, &verr) == 0 && t.tls, "%s is an https target", url);
+	httpc_cleanup();
+	httpc_init(ca);
+	ok(httpc_request("GET", &t, "/v1/health", NULL, "application/json", NULL, 0,
+			 5000, 2000, &res) == 0 && res.status == 200,
+	   "HTTPS to the peer, verified against its CA: %u %s", res.status,
+	   res.failed_phase ? res.detail : "");
+	http_result_free(&res);
+	httpc_cleanup();
+	httpc_init(wrong_ca);
+	ok(httpc_request("GET", &t, "/v1/health", NULL, "application/json", NULL, 0,
+			 5000, 2000, &res) && !strcmp(res.failed_phase, "tls") &&
+	   res.status == 0,
+	   "the same peer against another CA: refused in the TLS phase (%s)",
+	   res.detail);
+	t.tls = false;
+	ok(httpc_request("GET", &t, "/v1/health", NULL, "application/json", NULL, 0,
+			 5000, 2000, &res) && res.status == 0,
+	   "plain HTTP to the TLS port: no status (%s: %s)", res.failed_phase,
+	   res.detail);
+}
+
+int main(int argc, char **argv)
 {
 	test_valid_replies();
 	test_bad_status_lines();
 	test_bad_content_lengths();
+	if (httpc_init(NULL))
+		abort();
+	test_live_replies();
+	test_live_bad_heads();
+	test_live_bounds();
+	test_unreachable();
+	if (argc == 5 && !strcmp(argv[1], "--tls"))
+		test_tls(argv[2], argv[3], argv[4]);
+	httpc_cleanup();
 	return tap_done();
 }

@@ -133,8 +133,18 @@ static void test_migrate_request(void)
 	ok(!strcmp(migrate_code("{\"target\":\"http://guest-b/\"}", &req), "ok") &&
 	   req.target.port == 80 && !strcmp(req.target.host, "guest-b"),
 	   "migrate: default port, trailing slash");
-	ok(!strcmp(migrate_code("{\"target\":\"https://b:1\"}", &req), "invalid_field"),
-	   "migrate: https refused (plain http only)");
+	ok(!strcmp(migrate_code("{\"target\":\"https://b:1\"}", &req), "ok") &&
+	   req.target.tls && req.target.port == 1 && !strcmp(req.target.host, "b"),
+	   "migrate: an https target is TLS");
+	ok(!strcmp(migrate_code("{\"target\":\"https://b\"}", &req), "ok") &&
+	   req.target.tls && req.target.port == 443,
+	   "migrate: https's default port is 443");
+	ok(!strcmp(migrate_code("{\"target\":\"http://b:1\"}", &req), "ok") &&
+	   !req.target.tls, "migrate: an http target is not");
+	ok(!strcmp(migrate_code("{\"target\":\"ftp://b:1\"}", &req), "invalid_field") &&
+	   !strcmp(migrate_code("{\"target\":\"HTTPS://b:1\"}", &req), "invalid_field") &&
+	   !strcmp(migrate_code("{\"target\":\"https:/b:1\"}", &req), "invalid_field"),
+	   "migrate: other schemes and spellings refused");
 	ok(!strcmp(migrate_code("{\"target\":\"http://b:1/v1/restore\"}", &req), "invalid_field"),
 	   "migrate: path refused");
 	ok(!strcmp(migrate_code("{\"target\":\"http://b:0\"}", &req), "invalid_field") &&

@@ -31,6 +31,8 @@ command_pid=""
 scan_pid=""
 qemu_pids=()
 STATE=""
+ca_file=""
+scheme=https
 
 usage_text() {
 	cat <<'EOF'
@@ -39,7 +41,8 @@ Usage: two-guests.sh [options] [-- COMMAND [ARGS...]]
   its status.  Without: print the URLs and keep the guests up until Ctrl-C.
   The command sees SIGMIG_A_URL, SIGMIG_B_URL (management, from the host),
   SIGMIG_A_LINK_URL, SIGMIG_B_LINK_URL (the agents as seen over the link),
-  SIGMIG_TOKEN, SIGMIG_LINK_DIR (for link-relay.sh set/stats/wait),
+  SIGMIG_TOKEN, SIGMIG_CA_FILE (the run's CA: the agents serve HTTPS),
+  SIGMIG_LINK_DIR (for link-relay.sh set/stats/wait),
   SIGMIG_A_CONSOLE, SIGMIG_B_CONSOLE, SIGMIG_TWO_GUESTS_NAME, and
   SIGMIG_A_QEMU_PID, SIGMIG_B_QEMU_PID (fault tests crash or stop a guest).
 Options:
@@ -52,6 +55,8 @@ Options:
   --boot-timeout S   bound for both agents to become healthy (default 300)
   --name NAME        prefix of logs and state (default two-guests)
   --append "k=v"     extra kernel command line for both guests
+  --plain-http       the agents speak clear HTTP (default: HTTPS with a
+                     certificate and CA made for the run)
   --accel auto|tcg|kvm, --quiet (no progress lines)
 EOF
 }
@@ -69,6 +74,7 @@ parse_args() {
 		--append) append=${2?}; shift 2 ;;
 		--accel) accel=${2:?}; shift 2 ;;
 		--quiet) SIGMIG_QUIET=1; shift ;;
+		--plain-http) scheme=http; shift ;;
 		--) shift; command=("$@"); break ;;
 		-h|--help) show_help ;;
 		*) usage ;;
@@ -111,7 +117,7 @@ remember_qemu_pids() {
 }
 
 teardown() {
-	[ ${#guest_pids[@]} -gt 0 ] || [ -n "$relay_pid" ] || return 0
+	[ ${#guest_pids[@]} -gt 0 ] || [ -n "$relay_pid" ] || [ -n "$scan_pid" ] || return 0
 	say "tearing down (QEMU A and B, link relay)"
 	remember_qemu_pids
 	stop_pids -t 15 "$command_pid"
@@ -144,12 +150,27 @@ start_relay() {
 # one (the kernel unpacks concatenated archives in order), as the file
 # /sigmig/token: on QEMU's -append it would show in the host's ps and in the
 # guests' /proc/cmdline. The copy holds the token: private, removed on exit.
+# The agents serve HTTPS with a certificate made for this run (for the
+# management address and both link addresses) and verify each other with
+# its CA; the key travels with the token, the host keeps the CA
+# (SIGMIG_CA_FILE) for its own calls.
 make_token_initrd() {
 	local tok_dir	# not "dir": runtime_dir has a local of that name
+	local files=(sigmig/token)
 	runtime_dir tok_dir token
-	mkdir -p "$tok_dir/root/sigmig"
+	mkdir -p "$tok_dir/root/sigmig/tls"
 	(umask 077 && printf '%s\n' "$token" >"$tok_dir/root/sigmig/token")
-	(cd "$tok_dir/root" && echo sigmig/token | cpio -o -H newc --quiet) | gzip -n >"$tok_dir/token.cpio.gz"
+	if [ "$scheme" = https ]; then
+		make_pki "$tok_dir/pki" 127.0.0.1 10.99.0.1 10.99.0.2 ||
+			die "cannot make the run's certificates (openssl)"
+		cp "$tok_dir/pki/agent.pem" "$tok_dir/pki/agent.key" "$tok_dir/pki/ca.pem" \
+			"$tok_dir/root/sigmig/tls/"
+		files+=(sigmig/tls sigmig/tls/agent.pem sigmig/tls/agent.key sigmig/tls/ca.pem)
+		ca_file=$tok_dir/pki/ca.pem
+	fi
+	SIGMIG_CA_FILE=$ca_file	# for agent_healthy, before the state is written
+	(cd "$tok_dir/root" && printf '%s\n' "${files[@]}" | cpio -o -H newc --quiet) |
+		gzip -n >"$tok_dir/token.cpio.gz"
 	rm -rf "$tok_dir/root"
 	run_initrd=$tok_dir/initramfs.cpio.gz
 	(umask 077 && cat "$initrd" "$tok_dir/token.cpio.gz" >"$run_initrd")
@@ -262,7 +283,7 @@ report_unhealthy() {	# TRY
 		console=$LOGS/$name-$g.console.log
 		url=$A_URL
 		[ "$g" = a ] || url=$B_URL
-		warn "boot try $1: guest ${g^^} ($url): $(console_state "$console"); health: $(curl -sS -m 3 -o /dev/null -w '%{http_code}' "$url/v1/health" 2>&1 | tr '\n' ' ')"
+		warn "boot try $1: guest ${g^^} ($url): $(console_state "$console"); health: $(curl -sS -m 3 ${ca_file:+--cacert "$ca_file"} -o /dev/null -w '%{http_code}' "$url/v1/health" 2>&1 | tr '\n' ' ')"
 		tail -n 15 "$console" 2>/dev/null | sed "s/^/  ${g^^}| /" >&2 || true
 	done
 }
@@ -283,8 +304,8 @@ boot_guests() {
 	local try g
 	for try in 1 2; do
 		[ "$try" = 1 ] || choose_ports
-		A_URL="http://127.0.0.1:$port_base"
-		B_URL="http://127.0.0.1:$((port_base + 1))"
+		A_URL="$scheme://127.0.0.1:$port_base"
+		B_URL="$scheme://127.0.0.1:$((port_base + 1))"
 		say "link relay on 127.0.0.1:$((port_base + 2))/$((port_base + 3)) (log $LOGS/$name-relay.log)"
 		start_relay
 		say "booting guest A ($A_URL) and guest B ($B_URL$([ "$kernel_b" = "$kernel" ] || echo ", kernel $(basename "$(dirname "$kernel_b")")"))"
@@ -307,8 +328,8 @@ write_state() {
 	install -m 600 /dev/null "$STATE"
 	{
 		printf '%s=%q\n' SIGMIG_A_URL "$A_URL" SIGMIG_B_URL "$B_URL" \
-			SIGMIG_A_LINK_URL http://10.99.0.1:8080 SIGMIG_B_LINK_URL http://10.99.0.2:8080 \
-			SIGMIG_TOKEN "$token" SIGMIG_LINK_DIR "$LINK_DIR" \
+			SIGMIG_A_LINK_URL "$scheme://10.99.0.1:8080" SIGMIG_B_LINK_URL "$scheme://10.99.0.2:8080" \
+			SIGMIG_TOKEN "$token" SIGMIG_CA_FILE "$ca_file" SIGMIG_LINK_DIR "$LINK_DIR" \
 			SIGMIG_A_CONSOLE "$A_CONSOLE" SIGMIG_B_CONSOLE "$B_CONSOLE" \
 			SIGMIG_TWO_GUESTS_NAME "$name" \
 			SIGMIG_A_QEMU_PID "$(qemu_of "${guest_pids[0]}")" \

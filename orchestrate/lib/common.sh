@@ -15,6 +15,8 @@ SIGMIG_QUIET=${SIGMIG_QUIET:-0}
 START=${START:-$SECONDS}
 # shellcheck source=orchestrate/lib/ports.sh
 . "$SIGMIG_REPO/orchestrate/lib/ports.sh"
+# shellcheck source=orchestrate/lib/tls.sh
+. "$SIGMIG_REPO/orchestrate/lib/tls.sh"
 
 say() {
 	[ "$SIGMIG_QUIET" = 1 ] && return 0
@@ -158,6 +160,7 @@ agent_api() {
 	local method=$1 url=$2 auth=$3 data=${4:-} body status
 	local args=(-sS -m "${AGENT_API_TIMEOUT:-60}" -X "$method" -w '\n%{http_code}')
 	[ -z "$auth" ] || args+=(-H "@$auth")
+	[ -z "${SIGMIG_CA_FILE:-}" ] || args+=(--cacert "$SIGMIG_CA_FILE")
 	if [ -n "$data" ]; then
 		if [ "${data:0:1}" = @ ]; then
 			args+=(-H "Content-Type: ${AGENT_API_TYPE:-application/octet-stream}" --data-binary "$data")
@@ -180,5 +183,5 @@ agent_api() {
 
 # agent_healthy URL: the agent answers GET /v1/health within 3 s.
 agent_healthy() {
-	curl -fsS -m 3 -o /dev/null "$1/v1/health" 2>/dev/null
+	curl -fsS -m 3 ${SIGMIG_CA_FILE:+--cacert "$SIGMIG_CA_FILE"} -o /dev/null "$1/v1/health" 2>/dev/null
 }

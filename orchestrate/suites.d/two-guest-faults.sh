@@ -6,7 +6,10 @@
 # had B confirmed, runs on B; and the ledger shows lost = 0, duplicated = 0.
 #   link-cut      the link is cut after 64 KiB of the image stream
 #   corrupt       one byte of the image is altered on the wire (TCP checksum
-#                 fixed, so only the image's own CRC can notice)
+#                 fixed), agents on plain HTTP: only the image's own CRC can
+#                 notice, B refuses the image
+#   corrupt-tls   the same over HTTPS (every other case's setting): TLS
+#                 refuses the record, B never sees an image
 #   reply-lost    B restores (held frozen, ?hold=1) but its confirmation never
 #                 reaches A: A thaws the original, B's copy never resumes
 #   agent-killed  B's agent dies after its held restore, before it replies
@@ -39,15 +42,21 @@ guest_images 1
 start_case link-cut -- --signals "$SIGNALS" --expect rollback --fault "link cut after 64 KiB" \
 	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link cut-after ab 65536 ';'
 
-start_case corrupt -- --signals "$SIGNALS" --expect rollback --fault "one image byte flipped on the wire" \
+start_case corrupt --plain-http -- --signals "$SIGNALS" --expect rollback \
+	--fault "one image byte flipped on the wire (plain HTTP)" \
 	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link corrupt-after ab 131072 ';'
 
+start_case corrupt-tls -- --signals "$SIGNALS" --expect rollback --fault "one image byte flipped on the wire (HTTPS)" \
+	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link corrupt-after ab 131072 ';'
+
+# Replies are dropped once 4096 bytes went A -> B: past the TLS handshake
+# (which needs B's answers), well before the end of the image.
 # B holds its restored copy frozen until A has committed and thaws it
 # (POST /v1/restore?hold=1): a lost confirmation leaves the original running
 # on A and a held copy on B that never delivers (migrate.sh collects its
 # ledger and counts it).
 start_case reply-lost -- --signals "$SIGNALS" --expect rollback --fault "B's confirmation lost on the link" \
-	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link drop-reply-after ab 1 ';'
+	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link drop-reply-after ab 4096 ';'
 
 # B's agent _exit(86)s after the held restore instead of replying (armed
 # through POST /v1/debug/fault, enabled by sigmig.faults=1); /init respawns
@@ -64,7 +73,7 @@ start_case agent-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --exp
 # copy with it, which is the commit's job to rule out, not this test's).
 start_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B killed after receiving the image" \
 	--migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate "$HOOK" link drop-reply-after ab 1 ';' --during-migrate "$HOOK" kill-b-after-image ';'
+	--before-migrate "$HOOK" link drop-reply-after ab 4096 ';' --during-migrate "$HOOK" kill-b-after-image ';'
 
 # The original forwards what keeps reaching it after the cutover; the link
 # is cut as it starts forwarding. What B cannot take stays in A's spool;
@@ -85,9 +94,21 @@ use_case corrupt
 [ "$(grep -o 'corrupted=[0-9]*' "$REPO/build/run/$SUITE-corrupt-link/stats" 2>/dev/null)" != corrupted=0 ]
 tap $? "corrupt: the relay altered one byte of the stream"
 rollback_checks "corrupted image"
+[ "$(result '.migrate.code')" = target_rejected ]
+tap $? "corrupted image over plain HTTP: B refused it ($(result '.migrate.code'): $(result '.migrate.detail' | head -c 100))"
+
+use_case corrupt-tls
+[ "$(grep -o 'corrupted=[0-9]*' "$REPO/build/run/$SUITE-corrupt-tls-link/stats" 2>/dev/null)" != corrupted=0 ]
+tap $? "corrupt-tls: the relay altered one byte of the stream"
+rollback_checks "corrupted TLS record"
+code=$(result '.migrate.code')
+[ -n "$code" ] && [ "$code" != target_rejected ]
+tap $? "corrupted TLS record: the connection failed before B saw an image ($code: $(result '.migrate.detail' | head -c 100))"
 
 use_case reply-lost
 rollback_checks "B's confirmation lost"
+result '.migrate.detail' | grep -q 'receive timed out'
+tap $? "B's confirmation lost: A sent the whole image, then timed out waiting ($(result '.migrate.detail' | head -c 90))"
 
 use_case agent-killed
 rollback_checks "B's agent killed before confirming"
@@ -119,13 +140,13 @@ else
 	tap 1 "stock kernel (build-kernel.sh --flavor stock) builds"
 fi
 
-# A boot that never reaches two healthy agents (no TCG boot takes 2 s) is
+# A boot that never reaches two healthy agents (no TCG boot takes 1 s) is
 # reported with both consoles' last lines, tried once more on fresh ports,
 # then fails with nothing left running.
 stuck=$REPO/build/suites/$SUITE/stuck-boot
 mkdir -p "$stuck"
 "$REPO/orchestrate/two-guests.sh" --kernel "$KERNEL" --initrd "$INITRD" --name "$SUITE-stuck-boot" \
-	--boot-timeout 2 -- true >"$stuck/stdout" 2>"$stuck/stderr"
+	--boot-timeout 1 -- true >"$stuck/stdout" 2>"$stuck/stderr"
 rc=$?
 [ "$rc" != 0 ] && grep -q 'boot try 1: guest A' "$stuck/stderr" && grep -q 'boot try 2: guest B' "$stuck/stderr" &&
 	grep -q '^  B| ' "$stuck/stderr" && grep -q 'after two boots' "$stuck/stderr"

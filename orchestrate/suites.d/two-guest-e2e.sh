@@ -97,4 +97,33 @@ tap $? "live senders: A's /metrics counts them (sigmig_agent_signals_forwarded_t
 window=$(result '.migrate.commit.exit_window.ms // "none"')
 diag <<<"the forwarder's exit window (its last drain to reaped): $window ms, $(result '.ledger.exit_window') sends landed in it"
 check_verdict "live senders through the move"
+
+# The tutorial as a reader pastes it: every sh block of docs/tutorial.md
+# from its section 1 to the one before "Between real hosts", except the
+# first (two-guests.sh itself, which runs them), in one bash with
+# errexit and pipefail, where curl fails on any non-2xx. Run where a
+# checkout would be (build/run/two-guests.env, orchestrate/), so that the
+# docs and the agent cannot drift apart.
+tutorial_script() {
+	echo 'set -euo pipefail'
+	echo 'curl() { command curl --fail-with-body "$@"; }'
+	awk '/^## 8\./ { exit } /^```sh$/ { n++; inside = 1; next }
+		/^```/ { inside = 0 } inside && n > 1' "$REPO/docs/tutorial.md"
+}
+tut=$REPO/build/suites/$SUITE/tutorial
+rm -rf "$tut"
+mkdir -p "$tut/build/run"
+ln -s "$REPO/orchestrate" "$tut/orchestrate"
+tutorial_script >"$tut/tutorial.sh"
+# shellcheck disable=SC2016 # expanded by the script it writes
+printf '%s\n' 'cp "$SIGMIG_REPO_STATE" build/run/two-guests.env && exec bash tutorial.sh' >"$tut/run.sh"
+(cd "$tut" && SIGMIG_REPO_STATE="$REPO/build/run/$SUITE-tutorial.env" timeout -k 10 900 \
+	"$REPO/orchestrate/two-guests.sh" --quiet --name "$SUITE-tutorial" --kernel "$KERNEL" \
+	--initrd "$INITRD" -- bash run.sh >"$tut/stdout" 2>"$tut/stderr")
+rc=$?
+[ "$rc" = 0 ]
+tap_output $? "docs/tutorial.md: its $(grep -c '^curl\|curl -s' "$tut/tutorial.sh") curl commands run as written against the guests, every reply 2xx (rc=$rc)" \
+	"$(tail -n 15 "$tut/stderr"; tail -n 5 "$tut/stdout")"
+grep -q '"state": "migrated"' "$tut/stdout" && grep -q '"migrated_to"' "$tut/stdout"
+tap $? "docs/tutorial.md: the workload on A says it migrated, as the tutorial shows"
 tap_done

@@ -58,6 +58,7 @@ struct forwarder {
 	uint64_t drains, batches, forwarded, merged, spooled;
 	struct spool_file *spool;
 	size_t nspool;
+	struct httpc_conn conn;	/* to the target: one handshake for every batch */
 };
 
 static struct {
@@ -90,6 +91,7 @@ static void forwarder_free(struct forwarder *f)
 
 	if (!f)
 		return;
+	httpc_conn_close(&f->conn);
 	for (i = 0; i < f->nout; i++)
 		free(f->out[i].image);
 	free(f->out);
@@ -124,8 +126,9 @@ static int post_batch(struct forwarder *f, const struct batch *b,
 
 	snprintf(path, sizeof(path), "/v1/workloads/%s/requeue?source=%s&batch=%lu",
 		 f->target_id, f->source, b->n);
-	if (httpc_post(&f->target, path, f->token, "application/octet-stream",
-		       b->image, b->len, timeout_ms, MIGRATE_STALL_MS, &res)) {
+	if (httpc_conn_post(&f->conn, &f->target, path, f->token,
+			    "application/octet-stream", b->image, b->len, timeout_ms,
+			    MIGRATE_STALL_MS, &res)) {
 		snprintf(why, len, "%s: %s", res.failed_phase, strerror(res.error));
 		http_result_free(&res);
 		return 1;

@@ -141,9 +141,12 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
  */
 static int on_close(void *arg, curl_socket_t fd)
 {
-	struct transfer *x = arg;
+	struct httpc_conn *c = arg;
+	struct transfer *x = c->current;	/* NULL: closed between requests */
 	ssize_t n;
 
+	if (!x)
+		return close(fd);
 	if (!x->head.started && !x->unread)
 		x->unread = malloc(UNREAD_MAX + 1);
 	while (x->unread && x->unread_len < UNREAD_MAX) {
@@ -282,7 +285,8 @@ fail:
 	return NULL;
 }
 
-static int set_options(struct transfer *x, const char *method, const char *url,
+static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
+		       const char *method, const char *url,
 		       struct curl_slist *headers, const uint8_t *body,
 		       size_t len, unsigned int timeout_ms)
 {
@@ -295,7 +299,7 @@ static int set_options(struct transfer *x, const char *method, const char *url,
 	SET(CURLOPT_PROXY, "");		/* never the environment's proxy */
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	SET(CURLOPT_FORBID_REUSE, 1L);
+	SET(CURLOPT_FORBID_REUSE, keep ? 0L : 1L);
 	SET(CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
 	SET(CURLOPT_USERAGENT, "sigmig-agent");
@@ -312,12 +316,70 @@ static int set_options(struct transfer *x, const char *method, const char *url,
 	SET(CURLOPT_XFERINFODATA, x);
 	SET(CURLOPT_NOPROGRESS, 0L);
 	SET(CURLOPT_CLOSESOCKETFUNCTION, on_close);
-	SET(CURLOPT_CLOSESOCKETDATA, x);
+	/* The connection outlives the request: it knows the handle, not x. */
+	SET(CURLOPT_CLOSESOCKETDATA, conn);
 	SET(CURLOPT_ERRORBUFFER, x->res->detail);
 	if (ca_path)
 		SET(CURLOPT_CAINFO, ca_path);
 #undef SET
 	return rc == CURLE_OK ? 0 : -1;
+}
+
+/*
+ * One request on @c's handle (made at first use); @keep leaves its
+ * connection open for the next request on @c, else it is closed here.
+ */
+static int request_on(struct httpc_conn *c, bool keep, const char *method,
+		      const struct target_url *target, const char *path_query,
+		      const char *token, const char *content_type,
+		      const uint8_t *body, size_t len, unsigned int timeout_ms,
+		      unsigned int stall_ms, struct http_result *res)
+{
+	struct transfer x = { .res = res, .upload_len = len, .stall_ms = stall_ms };
+	struct curl_slist *headers;
+	char url[TARGET_HOST_MAX + 8192];
+	CURLcode rc = CURLE_OUT_OF_MEMORY;
+
+	memset(res, 0, sizeof(*res));
+	http_head_init(&x.head);
+	x.t0 = clock_mono_s();
+	snprintf(url, sizeof(url), "%s://%s:%u%s", target->tls ? "https" : "http",
+		 target->host, target->port, path_query);
+	headers = request_headers(token, content_type);
+	if (c->curl)
+		curl_easy_reset(c->curl);	/* keeps the open connection */
+	else
+		c->curl = curl_easy_init();
+	x.curl = c->curl;
+	c->current = &x;
+	if (headers && x.curl &&
+	    !set_options(&x, c, keep, method, url, headers, body, len, timeout_ms))
+		rc = curl_easy_perform(x.curl);
+	if (rc == CURLE_OK && (!x.head.complete ||
+	    (x.head.content_length >= 0 &&
+	     (size_t)x.head.content_length != res->body_len)))
+		stop(&x, "receive", EPROTO);	/* a reply cut short */
+	record_phases(&x);
+	if (x.curl)
+		curl_easy_getinfo(x.curl, CURLINFO_OS_ERRNO, &x.oserr);
+	if (!keep)
+		httpc_conn_close(c);	/* closes the socket: on_close runs */
+	c->current = NULL;
+	curl_slist_free_all(headers);
+	if (rc == CURLE_SEND_ERROR && !x.error && !x.head.started &&
+	    take_early_answer(&x, target->tls)) {
+		res->detail[0] = '\0';
+		return 0;
+	}
+	free(x.unread);
+	if (rc != CURLE_OK || x.error) {
+		classify_failure(&x, rc);
+		return -1;
+	}
+	res->status = x.head.status;
+	snprintf(res->content_type, sizeof(res->content_type), "%s",
+		 x.head.content_type);
+	return 0;
 }
 
 int httpc_post(const struct target_url *target, const char *path_query,
@@ -335,42 +397,24 @@ int httpc_request(const char *method, const struct target_url *target,
 		  unsigned int timeout_ms, unsigned int stall_ms,
 		  struct http_result *res)
 {
-	struct transfer x = { .res = res, .upload_len = len, .stall_ms = stall_ms };
-	struct curl_slist *headers;
-	char url[TARGET_HOST_MAX + 8192];
-	CURLcode rc = CURLE_OUT_OF_MEMORY;
+	struct httpc_conn once = { 0 };
 
-	memset(res, 0, sizeof(*res));
-	http_head_init(&x.head);
-	x.t0 = clock_mono_s();
-	snprintf(url, sizeof(url), "%s://%s:%u%s", target->tls ? "https" : "http",
-		 target->host, target->port, path_query);
-	headers = request_headers(token, content_type);
-	x.curl = curl_easy_init();
-	if (headers && x.curl &&
-	    !set_options(&x, method, url, headers, body, len, timeout_ms))
-		rc = curl_easy_perform(x.curl);
-	if (rc == CURLE_OK && (!x.head.complete ||
-	    (x.head.content_length >= 0 &&
-	     (size_t)x.head.content_length != res->body_len)))
-		stop(&x, "receive", EPROTO);	/* a reply cut short */
-	record_phases(&x);
-	if (x.curl)
-		curl_easy_getinfo(x.curl, CURLINFO_OS_ERRNO, &x.oserr);
-	curl_easy_cleanup(x.curl);	/* closes the socket: on_close runs */
-	curl_slist_free_all(headers);
-	if (rc == CURLE_SEND_ERROR && !x.error && !x.head.started &&
-	    take_early_answer(&x, target->tls)) {
-		res->detail[0] = '\0';
-		return 0;
-	}
-	free(x.unread);
-	if (rc != CURLE_OK || x.error) {
-		classify_failure(&x, rc);
-		return -1;
-	}
-	res->status = x.head.status;
-	snprintf(res->content_type, sizeof(res->content_type), "%s",
-		 x.head.content_type);
-	return 0;
+	return request_on(&once, false, method, target, path_query, token,
+			  content_type, body, len, timeout_ms, stall_ms, res);
+}
+
+int httpc_conn_post(struct httpc_conn *c, const struct target_url *target,
+		    const char *path_query, const char *token,
+		    const char *content_type, const uint8_t *body, size_t len,
+		    unsigned int timeout_ms, unsigned int stall_ms,
+		    struct http_result *res)
+{
+	return request_on(c, true, "POST", target, path_query, token,
+			  content_type, body, len, timeout_ms, stall_ms, res);
+}
+
+void httpc_conn_close(struct httpc_conn *c)
+{
+	curl_easy_cleanup(c->curl);
+	c->curl = NULL;
 }

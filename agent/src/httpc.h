@@ -32,4 +32,24 @@ int httpc_request(const char *method, const struct target_url *target,
 		  unsigned int timeout_ms, unsigned int stall_ms,
 		  struct http_result *res);
 
+/*
+ * A connection to one peer kept open across requests, for a series of
+ * them (the forwarder's batches): one TCP connect and TLS handshake, not
+ * one per request. Zero-initialised; one request at a time;
+ * httpc_conn_close() closes it. A connection the peer closed meanwhile is
+ * replaced at the next request.
+ */
+struct transfer;
+struct httpc_conn {
+	void *curl;			/* the libcurl handle, made at first use */
+	struct transfer *current;	/* the request running on it */
+};
+
+int httpc_conn_post(struct httpc_conn *c, const struct target_url *target,
+		    const char *path_query, const char *token,
+		    const char *content_type, const uint8_t *body, size_t len,
+		    unsigned int timeout_ms, unsigned int stall_ms,
+		    struct http_result *res);
+void httpc_conn_close(struct httpc_conn *c);
+
 #endif

@@ -119,7 +119,7 @@ static void test_bad_content_lengths(void)
 
 /* ---- the client against a real server ---- */
 
-enum serve_mode { SERVE_REPLY, SERVE_SILENT, SERVE_NO_READ, SERVE_EARLY };
+enum serve_mode { SERVE_REPLY, SERVE_SILENT, SERVE_NO_READ, SERVE_EARLY, SERVE_TWICE };
 
 struct server {
 	int fd;
@@ -165,9 +165,13 @@ static void *serve_one(void *arg)
 
 	if (c < 0)
 		return NULL;
+	if (s->mode == SERVE_TWICE) {	/* two requests on one connection */
+		read_request(s, c);
+		(void)!write(c, s->reply, strlen(s->reply));
+	}
 	if (s->mode != SERVE_NO_READ)
 		read_request(s, c);
-	if (s->mode == SERVE_REPLY || s->mode == SERVE_EARLY)
+	if (s->mode == SERVE_REPLY || s->mode == SERVE_EARLY || s->mode == SERVE_TWICE)
 		(void)!write(c, s->reply, strlen(s->reply));
 	else
 		usleep(s->hold_ms * 1000);
@@ -316,6 +320,35 @@ static void test_live_bounds(void)
 	http_result_free(&res);
 }
 
+/*
+ * Requests on one httpc_conn share a connection: the server accepts once
+ * and answers two requests on it (a second connect would find no one).
+ */
+static void test_kept_connection(void)
+{
+	struct target_url t = { .host = "127.0.0.1" };
+	struct httpc_conn conn = { 0 };
+	struct http_result r1, r2;
+	uint8_t body[1000] = { 0 };
+	struct server s;
+	int a, b;
+
+	serve(&s, SERVE_TWICE, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	t.port = s.port;
+	a = httpc_conn_post(&conn, &t, "/v1/x?batch=1", "tok", "application/octet-stream",
+			    body, sizeof(body), 3000, 1000, &r1);
+	b = httpc_conn_post(&conn, &t, "/v1/x?batch=2", "tok", "application/octet-stream",
+			    body, sizeof(body), 3000, 1000, &r2);
+	httpc_conn_close(&conn);
+	serve_end(&s);
+	ok(a == 0 && b == 0 && r1.status == 200 && r2.status == 200 &&
+	   s.body_seen == sizeof(body) && !conn.curl,
+	   "two posts on one kept connection, one accept: %u %u (%s)",
+	   r1.status, r2.status, b ? r2.detail : "");
+	http_result_free(&r1);
+	http_result_free(&r2);
+}
+
 static void test_unreachable(void)
 {
 	struct target_url t = { .host = "127.0.0.1", .port = 1 };
@@ -370,6 +403,7 @@ int main(int argc, char **argv)
 	test_live_replies();
 	test_live_bad_heads();
 	test_live_bounds();
+	test_kept_connection();
 	test_unreachable();
 	if (argc == 5 && !strcmp(argv[1], "--tls"))
 		test_tls(argv[2], argv[3], argv[4]);

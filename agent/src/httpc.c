@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <curl/curl.h>
 #include <errno.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "httpc.h"
 
@@ -48,7 +49,7 @@ struct transfer {
 	const char *phase;
 	long oserr;			/* errno of libcurl's failed call */
 	char *unread;			/* what was left on the socket at its close */
-	size_t unread_len;
+	size_t unread_len, unread_cap;
 };
 
 #define UNREAD_MAX	(64 << 10)
@@ -73,25 +74,11 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct transfer *x = arg;
 	struct http_result *res = x->res;
-	size_t len = size * n, want;
-	char *bigger;
+	int err;
 
-	if (len > HTTPC_RESPONSE_MAX - res->body_len)
-		return stop(x, "receive", EMSGSIZE);
-	want = res->body_len + len + 1;
-	if (want > x->cap) {
-		x->cap = x->cap ? x->cap : 8192;
-		while (x->cap < want)
-			x->cap *= 2;
-		bigger = realloc(res->body, x->cap);
-		if (!bigger)
-			return stop(x, "receive", ENOMEM);
-		res->body = bigger;
-	}
-	memcpy(res->body + res->body_len, ptr, len);
-	res->body_len += len;
-	res->body[res->body_len] = '\0';
-	return len;
+	err = buf_append(&res->body, &res->body_len, &x->cap, ptr, size * n,
+			 HTTPC_RESPONSE_MAX);
+	return err ? stop(x, "receive", -err) : size * n;
 }
 
 /*
@@ -143,19 +130,14 @@ static int on_close(void *arg, curl_socket_t fd)
 {
 	struct httpc_conn *c = arg;
 	struct transfer *x = c->current;	/* NULL: closed between requests */
+	char chunk[4096];
 	ssize_t n;
 
-	if (!x)
-		return close(fd);
-	if (!x->head.started && !x->unread)
-		x->unread = malloc(UNREAD_MAX + 1);
-	while (x->unread && x->unread_len < UNREAD_MAX) {
-		n = recv(fd, x->unread + x->unread_len, UNREAD_MAX - x->unread_len,
-			 MSG_DONTWAIT);
-		if (n <= 0)
-			break;
-		x->unread_len += (size_t)n;
-	}
+	while (x && !x->head.started &&
+	       (n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT)) > 0 &&
+	       !buf_append(&x->unread, &x->unread_len, &x->unread_cap, chunk,
+			   (size_t)n, UNREAD_MAX))
+		;
 	return close(fd);
 }
 
@@ -165,11 +147,10 @@ static bool take_early_answer(struct transfer *x, bool tls)
 	char *buf = x->unread;
 
 	x->unread = NULL;
-	if (!buf || tls || !x->unread_len) {
+	if (!buf || tls) {
 		free(buf);
 		return false;
 	}
-	buf[x->unread_len] = '\0';
 	return httpc_parse_response(buf, x->unread_len, x->res) == 0;
 }
 

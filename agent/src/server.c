@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "buf.h"
 #include "server.h"
 #include "validate.h"
 
@@ -291,31 +292,19 @@ static enum MHD_Result on_headers(struct request *req)
 
 static int append_body(struct request *req, const char *data, size_t len)
 {
-	size_t want;
-	char *bigger;
+	int err;
 
 	if (req->too_large)
 		return 0;
-	if (req->body_len + len > req->body_limit) {
+	err = buf_append(&req->body, &req->body_len, &req->body_cap, data, len,
+			 req->body_limit);
+	if (err == -EMSGSIZE) {
 		req->too_large = true;
 		free(req->body);
 		req->body = NULL;
 		return 0;
 	}
-	if (req->body_len + len + 1 > req->body_cap) {
-		want = req->body_cap ? req->body_cap : 4096;
-		while (want < req->body_len + len + 1)
-			want *= 2;
-		bigger = realloc(req->body, want);
-		if (!bigger)
-			return -1;
-		req->body = bigger;
-		req->body_cap = want;
-	}
-	memcpy(req->body + req->body_len, data, len);
-	req->body_len += len;
-	req->body[req->body_len] = '\0';
-	return 0;
+	return err ? -1 : 0;
 }
 
 static enum MHD_Result dispatch(struct request *req)

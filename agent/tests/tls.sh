@@ -26,18 +26,14 @@ tap $? "a CA and an agent certificate for 127.0.0.1 made at run time"
 pki=$work/pki
 head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/token"
 port=$(free_port_base 1)
-
-start_agent() {	# extra options...; becomes the agent (its pid is $!)
-	exec "$AGENT" --listen "127.0.0.1:$port" --token-file "$work/token" \
-		--state-dir "$work/state" --bin-dir "$work" "$@" >>"$work/agent.log" 2>&1
-}
+agent=("$AGENT" --listen "127.0.0.1:$port" --token-file "$work/token"
+	--state-dir "$work/state" --bin-dir "$work")
 
 # Options that cannot work are refused at startup, with the reason.
 refused() {	# DESCRIPTION WANT_TEXT OPTIONS...
 	local what=$1 want=$2 out rc=0
 	shift 2
-	out=$(timeout 10 "$AGENT" --listen "127.0.0.1:$port" --token-file "$work/token" \
-		--state-dir "$work/state" "$@" 2>&1) || rc=$?
+	out=$(timeout 10 "${agent[@]}" "$@" 2>&1) || rc=$?
 	[ "$rc" != 0 ] && grep -q -- "$want" <<<"$out"
 	tap_output $? "$what (exit $rc: $(head -n 1 <<<"$out" | cut -c1-100))" "$out"
 }
@@ -49,7 +45,7 @@ refused "a missing certificate file is refused" "No such file" --tls-cert "$work
 refused "a key that does not match the certificate: the agent does not start" \
 	"cannot listen" --tls-cert "$pki/agent.pem" --tls-key "$pki/other-ca.pem"
 
-start_agent --tls-cert "$pki/agent.pem" --tls-key "$pki/agent.key" &
+"${agent[@]}" --tls-cert "$pki/agent.pem" --tls-key "$pki/agent.key" >>"$work/agent.log" 2>&1 &
 agent_pid=$!
 url=https://127.0.0.1:$port
 for _ in $(seq 1 100); do

@@ -31,7 +31,7 @@ command_pid=""
 scan_pid=""
 qemu_pids=()
 STATE=""
-ca_file=""
+SIGMIG_CA_FILE=""	# the run's CA (HTTPS), for agent_api/agent_healthy
 scheme=https
 
 usage_text() {
@@ -116,16 +116,23 @@ remember_qemu_pids() {
 	done
 }
 
+# Both guests and the relay (it takes one connection per side, so a new
+# boot needs a new one). Both guests at once: each run-guest.sh stops its
+# own QEMU; the QEMUs themselves are the safety net.
+stop_guests() {
+	remember_qemu_pids
+	stop_pids -t 15 "${guest_pids[@]}"
+	stop_pids -t 15 "${qemu_pids[@]}" "$relay_pid"
+	guest_pids=() qemu_pids=() relay_pid=""
+}
+
 teardown() {
 	[ ${#guest_pids[@]} -gt 0 ] || [ -n "$relay_pid" ] || [ -n "$scan_pid" ] || return 0
 	say "tearing down (QEMU A and B, link relay)"
-	remember_qemu_pids
 	stop_pids -t 15 "$command_pid"
-	# Both at once: each run-guest.sh stops its own QEMU.
-	stop_pids -t 15 "${guest_pids[@]}"
-	stop_pids -t 15 "${qemu_pids[@]}"
-	stop_pids -t 15 "$relay_pid" "$scan_pid"
-	guest_pids=() relay_pid="" scan_pid=""
+	stop_guests
+	stop_pids -t 15 "$scan_pid"
+	scan_pid=""
 	[ -z "$STATE" ] || rm -f "$STATE"
 }
 
@@ -166,9 +173,8 @@ make_token_initrd() {
 		cp "$tok_dir/pki/agent.pem" "$tok_dir/pki/agent.key" "$tok_dir/pki/ca.pem" \
 			"$tok_dir/root/sigmig/tls/"
 		files+=(sigmig/tls sigmig/tls/agent.pem sigmig/tls/agent.key sigmig/tls/ca.pem)
-		ca_file=$tok_dir/pki/ca.pem
+		SIGMIG_CA_FILE=$tok_dir/pki/ca.pem
 	fi
-	SIGMIG_CA_FILE=$ca_file	# for agent_healthy, before the state is written
 	(cd "$tok_dir/root" && printf '%s\n' "${files[@]}" | cpio -o -H newc --quiet) |
 		gzip -n >"$tok_dir/token.cpio.gz"
 	rm -rf "$tok_dir/root"
@@ -283,17 +289,11 @@ report_unhealthy() {	# TRY
 		console=$LOGS/$name-$g.console.log
 		url=$A_URL
 		[ "$g" = a ] || url=$B_URL
-		warn "boot try $1: guest ${g^^} ($url): $(console_state "$console"); health: $(curl -sS -m 3 ${ca_file:+--cacert "$ca_file"} -o /dev/null -w '%{http_code}' "$url/v1/health" 2>&1 | tr '\n' ' ')"
+		warn "boot try $1: guest ${g^^} ($url): $(console_state "$console"); health: $(agent_health "$url")"
 		tail -n 15 "$console" 2>/dev/null | sed "s/^/  ${g^^}| /" >&2 || true
 	done
 }
 
-stop_guests() {	# and the relay: it takes one connection per side
-	remember_qemu_pids
-	stop_pids -t 15 "${guest_pids[@]}"
-	stop_pids -t 15 "${qemu_pids[@]}" "$relay_pid"
-	guest_pids=() qemu_pids=() relay_pid=""
-}
 
 # The relay and both guests, until both agents answer. A boot that does
 # not get there is reported and tried once more from scratch, on fresh
@@ -329,7 +329,7 @@ write_state() {
 	{
 		printf '%s=%q\n' SIGMIG_A_URL "$A_URL" SIGMIG_B_URL "$B_URL" \
 			SIGMIG_A_LINK_URL "$scheme://10.99.0.1:8080" SIGMIG_B_LINK_URL "$scheme://10.99.0.2:8080" \
-			SIGMIG_TOKEN "$token" SIGMIG_CA_FILE "$ca_file" SIGMIG_LINK_DIR "$LINK_DIR" \
+			SIGMIG_TOKEN "$token" SIGMIG_CA_FILE "$SIGMIG_CA_FILE" SIGMIG_LINK_DIR "$LINK_DIR" \
 			SIGMIG_A_CONSOLE "$A_CONSOLE" SIGMIG_B_CONSOLE "$B_CONSOLE" \
 			SIGMIG_TWO_GUESTS_NAME "$name" \
 			SIGMIG_A_QEMU_PID "$(qemu_of "${guest_pids[0]}")" \

@@ -181,7 +181,14 @@ agent_api() {
 	fi
 }
 
+# agent_health URL: the status of GET /v1/health within 3 s ("000" and
+# curl's complaint when there is none).
+agent_health() {
+	curl -sS -m 3 ${SIGMIG_CA_FILE:+--cacert "$SIGMIG_CA_FILE"} -o /dev/null \
+		-w '%{http_code}' "$1/v1/health" 2>&1 | tr '\n' ' '
+}
+
 # agent_healthy URL: the agent answers GET /v1/health within 3 s.
 agent_healthy() {
-	curl -fsS -m 3 ${SIGMIG_CA_FILE:+--cacert "$SIGMIG_CA_FILE"} -o /dev/null "$1/v1/health" 2>/dev/null
+	[ "$(agent_health "$1")" = 200 ]
 }

@@ -115,11 +115,10 @@ rm -rf "$tut"
 mkdir -p "$tut/build/run"
 ln -s "$REPO/orchestrate" "$tut/orchestrate"
 tutorial_script >"$tut/tutorial.sh"
-# shellcheck disable=SC2016 # expanded by the script it writes
-printf '%s\n' 'cp "$SIGMIG_REPO_STATE" build/run/two-guests.env && exec bash tutorial.sh' >"$tut/run.sh"
-(cd "$tut" && SIGMIG_REPO_STATE="$REPO/build/run/$SUITE-tutorial.env" timeout -k 10 900 \
-	"$REPO/orchestrate/two-guests.sh" --quiet --name "$SUITE-tutorial" --kernel "$KERNEL" \
-	--initrd "$INITRD" -- bash run.sh >"$tut/stdout" 2>"$tut/stderr")
+# shellcheck disable=SC2016 # $1 is bash -c's argument
+(cd "$tut" && timeout -k 10 900 "$REPO/orchestrate/two-guests.sh" --quiet --name "$SUITE-tutorial" \
+	--kernel "$KERNEL" --initrd "$INITRD" -- bash -c 'cp "$1" build/run/two-guests.env && exec bash tutorial.sh' \
+	_ "$REPO/build/run/$SUITE-tutorial.env" >"$tut/stdout" 2>"$tut/stderr")
 rc=$?
 [ "$rc" = 0 ]
 tap_output $? "docs/tutorial.md: its $(grep -c '^curl\|curl -s' "$tut/tutorial.sh") curl commands run as written against the guests, every reply 2xx (rc=$rc)" \

@@ -27,6 +27,14 @@ SIGNALS=3000
 # A clean move of these 3000 signals takes well under a second under TCG;
 # the cases whose fault leaves A waiting end when this runs out.
 TIMEOUT_MS=8000
+# Replies are dropped once this much went A -> B: past the TLS handshake
+# (which needs B's answers), well before the end of the image.
+REPLIES_DROPPED_AFTER=4096
+
+relay_corrupted() {	# CASE: its relay flipped a byte
+	[ "$(grep -o 'corrupted=[0-9]*' "$REPO/build/run/$SUITE-$1-link/stats" 2>/dev/null)" != corrupted=0 ]
+	tap $? "$1: the relay altered one byte of the stream"
+}
 
 rollback_checks() {	# LABEL
 	local label=$1 status
@@ -49,14 +57,12 @@ start_case corrupt --plain-http -- --signals "$SIGNALS" --expect rollback \
 start_case corrupt-tls -- --signals "$SIGNALS" --expect rollback --fault "one image byte flipped on the wire (HTTPS)" \
 	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link corrupt-after ab 131072 ';'
 
-# Replies are dropped once 4096 bytes went A -> B: past the TLS handshake
-# (which needs B's answers), well before the end of the image.
 # B holds its restored copy frozen until A has committed and thaws it
 # (POST /v1/restore?hold=1): a lost confirmation leaves the original running
 # on A and a held copy on B that never delivers (migrate.sh collects its
 # ledger and counts it).
 start_case reply-lost -- --signals "$SIGNALS" --expect rollback --fault "B's confirmation lost on the link" \
-	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link drop-reply-after ab 4096 ';'
+	--migrate-timeout-ms "$TIMEOUT_MS" --before-migrate "$HOOK" link drop-reply-after ab "$REPLIES_DROPPED_AFTER" ';'
 
 # B's agent _exit(86)s after the held restore instead of replying (armed
 # through POST /v1/debug/fault, enabled by sigmig.faults=1); /init respawns
@@ -73,7 +79,7 @@ start_case agent-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --exp
 # copy with it, which is the commit's job to rule out, not this test's).
 start_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B killed after receiving the image" \
 	--migrate-timeout-ms "$TIMEOUT_MS" \
-	--before-migrate "$HOOK" link drop-reply-after ab 4096 ';' --during-migrate "$HOOK" kill-b-after-image ';'
+	--before-migrate "$HOOK" link drop-reply-after ab "$REPLIES_DROPPED_AFTER" ';' --during-migrate "$HOOK" kill-b-after-image ';'
 
 # The original forwards what keeps reaching it after the cutover; the link
 # is cut as it starts forwarding. What B cannot take stays in A's spool;
@@ -91,15 +97,13 @@ use_case link-cut
 rollback_checks "link cut mid-stream"
 
 use_case corrupt
-[ "$(grep -o 'corrupted=[0-9]*' "$REPO/build/run/$SUITE-corrupt-link/stats" 2>/dev/null)" != corrupted=0 ]
-tap $? "corrupt: the relay altered one byte of the stream"
+relay_corrupted corrupt
 rollback_checks "corrupted image"
 [ "$(result '.migrate.code')" = target_rejected ]
 tap $? "corrupted image over plain HTTP: B refused it ($(result '.migrate.code'): $(result '.migrate.detail' | head -c 100))"
 
 use_case corrupt-tls
-[ "$(grep -o 'corrupted=[0-9]*' "$REPO/build/run/$SUITE-corrupt-tls-link/stats" 2>/dev/null)" != corrupted=0 ]
-tap $? "corrupt-tls: the relay altered one byte of the stream"
+relay_corrupted corrupt-tls
 rollback_checks "corrupted TLS record"
 code=$(result '.migrate.code')
 [ -n "$code" ] && [ "$code" != target_rejected ]

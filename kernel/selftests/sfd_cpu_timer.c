@@ -306,8 +306,12 @@ TEST_F(ct, written_record_becomes_the_timers_entry)
  */
 TEST_F(ct, written_record_of_a_periodic_timer_keeps_it_running)
 {
-	/* Long enough that no expiry comes between the read and the write */
-	const long iv_ms = 30;
+	/*
+	 * Long enough that no expiry comes between the read and the write;
+	 * one may still come before the peek on a loaded guest, where a tick
+	 * charges a whole period to whoever runs, and raise the overrun.
+	 */
+	const long iv_ms = 100;
 	siginfo_t rec;
 	int fd;
 
@@ -321,7 +325,8 @@ TEST_F(ct, written_record_of_a_periodic_timer_keeps_it_running)
 	rec.si_overrun = 3;
 	ASSERT_EQ(SI_MAX_SIZE, write(fd, &rec, SI_MAX_SIZE));
 	ASSERT_EQ(1, pending_records(queue_of(variant), self->got));
-	EXPECT_EQ(0, siginfo_cmp("written vs peeked", &rec, &self->got[0]));
+	EXPECT_EQ(0, same_but_overrun(&rec, &self->got[0]));
+	EXPECT_LE(rec.si_overrun, self->got[0].si_overrun);
 
 	burn_ms(variant->clock, 2 * iv_ms);
 	ASSERT_EQ(1, pending_records(queue_of(variant), self->got))

@@ -1,7 +1,7 @@
 # sigmig top-level entry points.  Logs go to build/logs/.
-#   make              install the Debian packages, build both guest kernels
-#                     (patched and stock), the initramfs and every host
-#                     program; runs no test
+#   make              install the Debian packages, build the guest kernels
+#                     (patched, stock, patched without checkpoint/restore),
+#                     the initramfs and every host program; runs no test
 #   make deps         install the Debian packages (skipped when all present)
 #   make kernel       patched linux-source-6.1 bzImage (cached, incremental)
 #   make initramfs    busybox + every component's install-guest output
@@ -27,11 +27,11 @@ DEB_PACKAGES := linux-source-6.1 qemu-system-x86 busybox-static \
 
 COMPONENTS := workloads agent kernel kernel/stress
 
-.PHONY: all deps kernel kernel-stock initramfs programs check test bench \
+.PHONY: all deps kernel kernel-stock kernel-nocr initramfs programs check test bench \
 	criu-bench migrate-demo test-debug clean
 
 all: deps
-	$(MAKE) --no-print-directory kernel kernel-stock programs initramfs
+	$(MAKE) --no-print-directory kernel kernel-stock kernel-nocr programs initramfs
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -48,6 +48,9 @@ kernel:
 
 kernel-stock:
 	@$(MAKE) --no-print-directory kernel FLAVOR=stock
+
+kernel-nocr:
+	@$(MAKE) --no-print-directory kernel FLAVOR=nocr
 
 programs:
 	@for c in $(COMPONENTS); do $(MAKE) --no-print-directory -C $$c all || exit; done

@@ -21,11 +21,13 @@ force=0
 
 usage_text() {
 	cat <<'EOF'
-Usage: build-kernel.sh [--flavor default|debug|stock] [--print-tree] [--force]
+Usage: build-kernel.sh [--flavor default|debug|stock|nocr] [--print-tree] [--force]
   stdout: the path of the bzImage (or, with --print-tree, of the patched
   source tree, which is prepared but not built).  Progress goes to stderr.
   --flavor stock: the same configuration without the patch series (a git
   worktree of sigmig-pristine), for guests that lack the interface.
+  --flavor nocr: the series without CONFIG_CHECKPOINT_RESTORE (nor what
+  CRIU needs), where the interface must be absent.
   --force: build even when the cached bzImage matches the inputs.
 Environment: SIGMIG_CACHE (default /var/cache/sigmig), SIGMIG_LOCK_TIMEOUT
 (seconds to wait for another build's lock, default 5400).
@@ -49,13 +51,18 @@ parse_args() {
 		esac
 	done
 	case "$flavor" in
-	default|debug|stock) ;;
-	*) die "unknown flavor '$flavor' (default|debug|stock)" ;;
+	default|debug|stock|nocr) ;;
+	*) die "unknown flavor '$flavor' (default|debug|stock|nocr)" ;;
 	esac
 }
 
 fragments() {
 	echo "$CONFIG_DIR/guest.config"
+	if [ "$flavor" = nocr ]; then
+		# Last, so that its "not set" overrides guest.config's "=y"
+		echo "$CONFIG_DIR/nocr.config"
+		return
+	fi
 	echo "$CONFIG_DIR/checkpoint.config"
 	if [ "$flavor" = debug ] && [ -f "$CONFIG_DIR/debug.config" ]; then
 		echo "$CONFIG_DIR/debug.config"

@@ -96,6 +96,9 @@ build_kernel() {
 		SUITE_KERNEL_STOCK=""
 		echo "# stock kernel build failed, see build/logs/kernel-stock.log" >&2
 	fi
+	banner "kernel (the series without CONFIG_CHECKPOINT_RESTORE; cached)"
+	NOCR_KERNEL=$(kernel_path nocr) || NOCR_KERNEL=""
+	[ -f "$NOCR_KERNEL" ] || NOCR_KERNEL=""
 	return 0
 }
 
@@ -197,6 +200,33 @@ guest_tests() {
 	wait "$follow" 2>/dev/null
 	[ -s "$REPO/build/initramfs/initramfs-$name.cpio.gz.failures" ] &&
 		TAP_LOGS+=("$REPO/build/initramfs/initramfs-$name.cpio.gz.failures")
+	return 0
+}
+
+# The series on a kernel built without CONFIG_CHECKPOINT_RESTORE: the
+# interface must be absent there and PTRACE_PEEKSIGINFO intact.
+NOCR_ONLY=kernel:cr_gate,upstream:peeksiginfo
+NOCR_KERNEL=""
+
+nocr_tests() {
+	local log="$LOGS/guest-test-nocr-${NOCR_ONLY//,/+}.log" rc=0
+	[ "$flavor" = default ] || return 0
+	if [ -z "$NOCR_KERNEL" ]; then
+		infra_fail "kernel build (nocr), see build/logs/kernel-nocr.log"
+		return 0
+	fi
+	banner "guest tests on the kernel without checkpoint/restore (console: ${log#"$REPO/"})"
+	rm -f "$log"
+	"$REPO/orchestrate/guest-test.sh" --kernel-flavor nocr --no-build --quiet \
+		--initrd "$REPO/build/initramfs/initramfs-$(guest_name).cpio.gz" --only "$NOCR_ONLY" \
+		--test-timeout "$TEST_TIMEOUT" >>"$LOGS/guest-runs.log" 2>&1 || rc=$?
+	TAP_LOGS+=("$log")
+	tr -d '\r' <"$log" 2>/dev/null | grep -aE '^(SIGMIG-RESULT|not ok)' >&2
+	if ! tr -d '\r' <"$log" 2>/dev/null | grep -q '^SIGMIG-EXIT [0-9]'; then
+		infra_fail "guest on the nocr kernel produced no SIGMIG-EXIT (rc=$rc), see $log"
+	elif [ "$rc" != 0 ] && ! tr -d '\r' <"$log" | grep -q '^not ok'; then
+		infra_fail "guest on the nocr kernel exited with rc=$rc"
+	fi
 	return 0
 }
 
@@ -305,6 +335,7 @@ main() {
 		trap stop_background EXIT
 		host_checks_start
 		timed guest guest_tests
+		timed nocr nocr_tests
 		host_checks_wait
 		timed suites extra_suites
 	else

@@ -44,6 +44,16 @@ test_check_kconfig() {
 		grep -q CONFIG_B "$SCRATCH/out" && grep -q CONFIG_N "$SCRATCH/out" &&
 		! grep -q 'CONFIG_A=' "$SCRATCH/out"
 	tap $? "check-kconfig fails naming every missing or different option (rc=$rc)"
+	# nocr.config after guest.config: the later fragment's value is wanted
+	local late="$SCRATCH/late.config"
+	printf 'CONFIG_B=y\nCONFIG_A=y\n' >"$frag"
+	printf '# CONFIG_B is not set\n' >"$late"
+	expect "check-kconfig: a later fragment overrides an earlier one" \
+		"$ORCH/check-kconfig.sh" "$cfg" "$frag" "$late"
+	"$ORCH/check-kconfig.sh" "$cfg" "$late" "$frag" >"$SCRATCH/out" 2>&1
+	rc=$?
+	[ "$rc" != 0 ] && grep -q 'frag.config: CONFIG_B=y' "$SCRATCH/out"
+	tap $? "check-kconfig: ... and the last one is what must hold (rc=$rc)"
 }
 
 make_program() {	# make_program <path> <body>

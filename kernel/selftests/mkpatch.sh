@@ -138,6 +138,16 @@ generate() {
 		--no-renames --diff-algorithm=myers HEAD
 }
 
+# The probe's code in FILE: from struct sfd_caps to sfd_interface_usable().
+# The tests carry a copy (they include no header from kernel/include); the
+# other programs include kernel/include/sigmig/sfd_probe.h. Both must agree.
+probe() {
+	awk '/^struct sfd_caps \{/ { on = 1 }
+	     on { print }
+	     on && /sfd_interface_usable\(/ { last = 1 }
+	     last && /^}/ { exit }' "$1"
+}
+
 main() {
 	local tree status=0
 	check_makefile_list
@@ -156,7 +166,7 @@ main() {
 		;;
 	check)
 		echo "TAP version 13"
-		echo "1..1"
+		echo "1..2"
 		diff -u "$OUT" "$tmp/patch" >"$tmp/diff" || status=1
 		if [ "$status" = 0 ]; then
 			echo "ok 1 - kernel/patches/$PATCH is what mkpatch.sh generates"
@@ -164,6 +174,14 @@ main() {
 			sed 's/^/# /' "$tmp/diff" | head -40
 			echo "not ok 1 - kernel/patches/$PATCH is what mkpatch.sh generates" \
 				"(run kernel/selftests/mkpatch.sh)"
+		fi
+		if diff -u <(probe "$REPO/kernel/include/sigmig/sfd_probe.h") \
+			<(probe "$HERE/sfd_common.h") >"$tmp/diff"; then
+			echo "ok 2 - sfd_common.h's probe is kernel/include/sigmig/sfd_probe.h's"
+		else
+			status=1
+			sed 's/^/# /' "$tmp/diff" | head -40
+			echo "not ok 2 - sfd_common.h's probe is kernel/include/sigmig/sfd_probe.h's"
 		fi
 		return "$status"
 		;;

@@ -6,7 +6,9 @@
  */
 #include <unistd.h>
 
-#include <sigmig/sfd.h>
+#include <linux/signalfd.h>
+
+#define SI_MAX_SIZE	128
 
 /* A position known only at run time: no constant-overflow warning. */
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@
 #ifndef SFD_COMMON_H
 #define SFD_COMMON_H
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -21,21 +22,230 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 
-#include <sigmig/sfd_probe.h>
+/*
+ * <linux/signalfd.h> builds its flags on the O_* constants of
+ * <linux/fcntl.h>, whose struct flock clashes with glibc's <fcntl.h>:
+ * glibc's O_* are the same values, so take those.
+ */
+#define _LINUX_FCNTL_H
+#include <linux/signalfd.h>
+
+/*
+ * One siginfo_t, thus one SFD_RAW record (<asm-generic/siginfo.h>, which
+ * cannot be included beside glibc's <signal.h>).
+ */
+#ifndef SI_MAX_SIZE
+#define SI_MAX_SIZE	128
+#endif
+
+/*
+ * signalfd4()'s sizemask: the kernel's sigset_t, _NSIG (64) bits on every
+ * architecture the tests run on, i386 compat included. glibc's sigset_t
+ * is 1024 bits; the kernel reads only the first 8 bytes of it.
+ */
+#define KERNEL_SIGSET_SIZE	8
+
+/*
+ * The probe of the interface: SFD_RAW and SFD_PRIVATE/SFD_GROUP are tried,
+ * then a helper thread blocks a signal, sends it to itself, peeks it twice
+ * through pread() on an SFD_RAW signalfd (a peek that dequeued would not
+ * find it the second time) and takes it back. A helper thread, because its
+ * private queue is the only one the probe can fill without touching the
+ * caller's: whatever it leaves there dies with it.
+ */
+struct sfd_caps {
+	int raw;		/* signalfd4() accepts SFD_RAW */
+	int queues;		/* ... and SFD_PRIVATE and SFD_GROUP */
+	int peek;		/* pread() returns a pending record, leaves it queued */
+	int write;		/* write() of raw records requeues them (optional) */
+	char missing[160];	/* the first thing that failed, "" if none did */
+};
+
+#define SFD_PROBE_SIGNAL	(SIGRTMIN + 7)
+
+/* signalfd4() without glibc, which would reject flags it does not know. */
+static inline int sfd_signalfd(int fd, const sigset_t *mask, int flags)
+{
+	return (int)syscall(SYS_signalfd4, fd, mask, (size_t)KERNEL_SIGSET_SIZE,
+			    flags);
+}
+
+static inline void sfd_probe_missing(struct sfd_caps *caps, const char *what,
+				     int err)
+{
+	if (!caps->missing[0])
+		snprintf(caps->missing, sizeof(caps->missing), "%s: %s", what,
+			 err ? strerror(err) : "unexpected result");
+}
+
+/* 1 if signalfd4() on SFD_PROBE_SIGNAL accepts @flags (the fd is closed). */
+static inline int sfd_probe_flags(struct sfd_caps *caps, int flags,
+				  const char *what)
+{
+	sigset_t mask;
+	int fd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SFD_PROBE_SIGNAL);
+	fd = sfd_signalfd(-1, &mask, flags | SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0) {
+		sfd_probe_missing(caps, what, errno);
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
+/* The calling thread's queue holds one SFD_PROBE_SIGNAL: peek it twice. */
+static inline int sfd_probe_peek_twice(struct sfd_caps *caps, int fd)
+{
+	unsigned char rec[SI_MAX_SIZE];
+	ssize_t n;
+	int i, signo;
+
+	for (i = 0; i < 2; i++) {
+		n = pread(fd, rec, sizeof(rec), SFD_PER_THREAD_QUEUE_OFFSET);
+		if (n != (ssize_t)sizeof(rec)) {
+			sfd_probe_missing(caps, "pread() of a signalfd queue",
+					  n < 0 ? errno : 0);
+			return 0;
+		}
+		memcpy(&signo, rec, sizeof(signo));
+		if (signo != SFD_PROBE_SIGNAL) {
+			sfd_probe_missing(caps, "pread() returned another signal", 0);
+			return 0;
+		}
+	}
+	/* one record queued: the one after it is the end of the queue */
+	n = pread(fd, rec, sizeof(rec), SFD_PER_THREAD_QUEUE_OFFSET + 1);
+	if (n != 0)
+		sfd_probe_missing(caps, "pread() past the end of a queue",
+				  n < 0 ? errno : 0);
+	return n == 0;
+}
+
+static inline void *sfd_probe_peek_thread(void *arg)
+{
+	struct sfd_caps *caps = arg;
+	unsigned char rec[SI_MAX_SIZE];
+	sigset_t mask;
+	int fd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SFD_PROBE_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	fd = sfd_signalfd(-1, &mask, SFD_RAW | SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0) {
+		sfd_probe_missing(caps, "signalfd4(SFD_RAW)", errno);
+		return NULL;
+	}
+	if (syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SFD_PROBE_SIGNAL)) {
+		sfd_probe_missing(caps, "tgkill() to the probe thread", errno);
+		close(fd);
+		return NULL;
+	}
+	caps->peek = sfd_probe_peek_twice(caps, fd);
+	/* tidy, not needed: the thread's queue is flushed when it exits */
+	if (read(fd, rec, sizeof(rec)) < 0 && !caps->missing[0])
+		sfd_probe_missing(caps, "read() of the probe signal", errno);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * write() of raw records came later than the read side: a kernel without
+ * it is not missing the interface, so this does not set caps->missing.
+ * A zero-length write() returns 0 only where signalfd has a write().
+ */
+static inline int sfd_probe_write(void)
+{
+	sigset_t mask;
+	int fd, ok;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SFD_PROBE_SIGNAL);
+	fd = sfd_signalfd(-1, &mask, SFD_RAW | SFD_PRIVATE | SFD_NONBLOCK |
+			  SFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ok = write(fd, NULL, 0) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Never fails: what is missing is false, and caps->missing says why. */
+static inline void sfd_probe(struct sfd_caps *caps)
+{
+	pthread_t thread;
+	int err;
+
+	memset(caps, 0, sizeof(*caps));
+	caps->raw = sfd_probe_flags(caps, SFD_RAW, "signalfd4(SFD_RAW)");
+	caps->queues = sfd_probe_flags(caps, SFD_PRIVATE, "signalfd4(SFD_PRIVATE)") &&
+		       sfd_probe_flags(caps, SFD_GROUP, "signalfd4(SFD_GROUP)");
+	if (!caps->raw)
+		return;
+	caps->write = caps->queues && sfd_probe_write();
+	err = pthread_create(&thread, NULL, sfd_probe_peek_thread, caps);
+	if (err) {
+		sfd_probe_missing(caps, "pthread_create() for the peek probe", err);
+		return;
+	}
+	pthread_join(thread, NULL);
+}
+
+/*
+ * The series is there (tests then run and fail if it is broken, rather
+ * than skip): SFD_RAW is its first flag, which no unpatched kernel takes.
+ */
+static inline int sfd_interface_present(void)
+{
+	struct sfd_caps caps;
+
+	sfd_probe(&caps);
+	return caps.raw;
+}
+
+/*
+ * What a checkpoint needs: records as siginfo_t and queues it can peek.
+ * (SFD_PRIVATE/SFD_GROUP are for readers that dequeue; a dump does not.)
+ */
+static inline int sfd_interface_usable(const struct sfd_caps *caps)
+{
+	return caps->raw && caps->peek;
+}
+
+/*
+ * A program whose tests need the interface skips as a whole on a kernel
+ * without it (SFD_RAW is its first flag, which no other kernel takes); one
+ * that tests what any kernel does defines SFD_ANY_KERNEL before including
+ * this file. A kernel that has the interface runs every test, and a broken
+ * one fails them.
+ */
+#ifndef SFD_ANY_KERNEL
+static void __attribute__((constructor)) sfd_require_interface(void)
+{
+	if (sfd_interface_present())
+		return;
+	ksft_print_header();
+	ksft_exit_skip("kernel without the signalfd pending-signal interface (SFD_RAW)\n");
+}
+#endif
 
 /* Older glibc headers do not name the SIGEV_THREAD_ID target. */
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
 
-_Static_assert(sizeof(siginfo_t) == SI_MAX_SIZE, "siginfo_t is 128 bytes");
-_Static_assert(sizeof(struct signalfd_siginfo) == SI_MAX_SIZE,
-	       "signalfd_siginfo is 128 bytes");
+static_assert(sizeof(siginfo_t) == SI_MAX_SIZE, "siginfo_t is 128 bytes");
+static_assert(sizeof(struct signalfd_siginfo) == SI_MAX_SIZE,
+	      "signalfd_siginfo is 128 bytes");
 
 /* The timer layout's kernel-internal word follows si_value. */
 #define SI_SYS_PRIVATE_OFF	(offsetof(siginfo_t, si_value) + sizeof(union sigval))
@@ -199,15 +409,24 @@ static inline void flush_all_signals(void)
 /* SA_SIGINFO capture: stores the first @capture_max deliveries. */
 #define CAPTURE_MAX 16
 static siginfo_t captured[CAPTURE_MAX];
-static volatile sig_atomic_t ncaptured;
+static sig_atomic_t ncaptured;
+
+/*
+ * What a handler stores, read and written as atomics: the compiler may
+ * otherwise keep a value across the syscall that runs the handler.
+ */
+#define SIG_LOAD(x)	__atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define SIG_STORE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 
 static inline void capture_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (ncaptured < CAPTURE_MAX)
-		memcpy(&captured[ncaptured], si, sizeof(*si));
-	ncaptured++;
+	sig_atomic_t n = SIG_LOAD(ncaptured);
+
+	if (n < CAPTURE_MAX)
+		memcpy(&captured[n], si, sizeof(*si));
+	SIG_STORE(ncaptured, n + 1);
 }
 
 static inline int capture_install(int sig)
@@ -218,7 +437,7 @@ static inline int capture_install(int sig)
 	sa.sa_sigaction = capture_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
-	ncaptured = 0;
+	SIG_STORE(ncaptured, 0);
 	memset(captured, 0, sizeof(captured));
 	return sigaction(sig, &sa, NULL);
 }

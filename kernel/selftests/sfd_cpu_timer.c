@@ -29,7 +29,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV	SFD_PER_THREAD_QUEUE_OFFSET
@@ -171,17 +171,17 @@ FIXTURE_TEARDOWN(ct)
 }
 
 /* The queue the variant's signal goes to, and the fd flag to dequeue it */
-static long long queue_of(const FIXTURE_VARIANT(ct) *variant)
+static long long queue_of(const struct _fixture_variant_ct *variant)
 {
 	return variant->notify == SIGEV_THREAD_ID ? PRIV : SHARED;
 }
 
-static long long other_queue_of(const FIXTURE_VARIANT(ct) *variant)
+static long long other_queue_of(const struct _fixture_variant_ct *variant)
 {
 	return variant->notify == SIGEV_THREAD_ID ? SHARED : PRIV;
 }
 
-static int dequeue_flag(const FIXTURE_VARIANT(ct) *variant)
+static int dequeue_flag(const struct _fixture_variant_ct *variant)
 {
 	return variant->notify == SIGEV_THREAD_ID ? SFD_PRIVATE : SFD_GROUP;
 }

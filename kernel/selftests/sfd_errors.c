@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define SHARED	SFD_SHARED_QUEUE_OFFSET
@@ -92,8 +92,11 @@ TEST_F(errors, unknown_flags_einval)
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i]), "flags %#x", bad[i]);
-		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i] | SFD_RAW), "flags SFD_RAW|%#x", bad[i]);
-		EXPECT_ERRNO(EINVAL, sys_signalfd4(self->fd, NULL, 0, bad[i] | SFD_RAW), "existing fd, flags SFD_RAW|%#x", bad[i]);
+		EXPECT_ERRNO(EINVAL, open_rtmin(bad[i] | SFD_RAW),
+			     "flags SFD_RAW|%#x", bad[i]);
+		EXPECT_ERRNO(EINVAL,
+			     sys_signalfd4(self->fd, NULL, 0, bad[i] | SFD_RAW),
+			     "existing fd, flags SFD_RAW|%#x", bad[i]);
 	}
 }
 
@@ -136,9 +139,11 @@ TEST_F(errors, mode_is_fixed_at_creation)
 		for (j = 0; j < ARRAY_SIZE(mode_flags); j++) {
 			if (i == j)
 				continue;
-			EXPECT_ERRNO(EINVAL, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE,
-							   mode_flags[j]), "created %#x, changed to %#x", mode_flags[i],
-				       mode_flags[j]);
+			EXPECT_ERRNO(EINVAL,
+				     sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE,
+						   mode_flags[j]),
+				     "created %#x, changed to %#x",
+				     mode_flags[i], mode_flags[j]);
 		}
 		/* Same mode: the mask may change; CLOEXEC/NONBLOCK ignored as ever. */
 		EXPECT_EQ(fd, sys_signalfd4(fd, &m, KERNEL_SIGSET_SIZE, mode_flags[i]));
@@ -202,8 +207,11 @@ TEST_F(errors, bad_sizemask_einval)
 
 	rtmin_mask(&m);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		EXPECT_ERRNO(EINVAL, sys_signalfd4(-1, &m, sizes[i], SFD_RAW), "sizemask %zu", sizes[i]);
-		EXPECT_ERRNO(EINVAL, sys_signalfd4(self->fd, &m, sizes[i], SFD_RAW), "existing fd, sizemask %zu", sizes[i]);
+		EXPECT_ERRNO(EINVAL, sys_signalfd4(-1, &m, sizes[i], SFD_RAW),
+			     "sizemask %zu", sizes[i]);
+		EXPECT_ERRNO(EINVAL,
+			     sys_signalfd4(self->fd, &m, sizes[i], SFD_RAW),
+			     "existing fd, sizemask %zu", sizes[i]);
 	}
 }
 
@@ -214,9 +222,12 @@ TEST_F(errors, count_below_one_record_einval)
 
 	ASSERT_EQ(0, q_shared(SIGRTMIN, 1));
 	for (i = 0; i < ARRAY_SIZE(counts); i++) {
-		EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, counts[i], SHARED), "pread count %zu", counts[i]);
-		EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, counts[i], PRIV), "pread count %zu", counts[i]);
-		EXPECT_ERRNO(EINVAL, read(self->fd, self->buf, counts[i]), "read count %zu", counts[i]);
+		EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, counts[i], SHARED),
+			     "pread count %zu", counts[i]);
+		EXPECT_ERRNO(EINVAL, pread(self->fd, self->buf, counts[i], PRIV),
+			     "pread count %zu", counts[i]);
+		EXPECT_ERRNO(EINVAL, read(self->fd, self->buf, counts[i]),
+			     "read count %zu", counts[i]);
 	}
 	EXPECT_EQ(1, shared_pending(self->fd));
 	/* A count that is not a multiple of 128 is rounded down. */
@@ -269,8 +280,9 @@ TEST_F(errors, bad_buffers_efault)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
-	EXPECT_EQ(SI_MAX_SIZE, pread(self->fd, map + page - SI_MAX_SIZE,
-				      2 * SI_MAX_SIZE, SHARED));
+	EXPECT_EQ(SI_MAX_SIZE,
+		  pread(self->fd, map + page - SI_MAX_SIZE, 2 * SI_MAX_SIZE,
+			SHARED));
 	EXPECT_EQ(1, ((siginfo_t *)(map + page - SI_MAX_SIZE))->si_value.sival_int);
 	EXPECT_ERRNO(EFAULT, pread(self->fd, map + page, SI_MAX_SIZE, SHARED));
 	EXPECT_EQ(2, shared_pending(self->fd));

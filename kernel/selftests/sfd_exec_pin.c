@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 #include <linux/userfaultfd.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV		SFD_PER_THREAD_QUEUE_OFFSET
@@ -217,7 +217,7 @@ static void execer(struct scene *s)
 {
 	const int rtmin1[] = { SIGRTMIN + 1, 0 };
 	char base[32], removed[8];
-	char *argv[] = { "/proc/self/exe", EXEC_MARK, base, removed, NULL };
+	char *const argv[] = { "/proc/self/exe", EXEC_MARK, base, removed, NULL };
 	struct pollfd pfd;
 	siginfo_t si;
 	char c;

@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 static const int modes[] = {

@@ -11,7 +11,7 @@
 #include <linux/io_uring.h>
 #include <sys/mman.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define SHARED	SFD_SHARED_QUEUE_OFFSET
@@ -60,7 +60,18 @@ static int ring_map(struct ring *r, const struct io_uring_params *p)
 	return 0;
 }
 
-/* 0, or -1 with errno (ENOSYS: a kernel without io_uring). */
+/*
+ * The errno of a system call this kernel does not have, which a kernel
+ * without io_uring returns for io_uring_setup().
+ */
+static int no_such_syscall_errno(void)
+{
+	errno = 0;
+	syscall(-1);
+	return errno;
+}
+
+/* 0, or -1 with errno (no_such_syscall_errno(): a kernel without io_uring). */
 static int ring_setup(struct ring *r)
 {
 	struct io_uring_params p;
@@ -130,8 +141,11 @@ FIXTURE_SETUP(iouring)
 	flush_all_signals();
 	ASSERT_TRUE(sfd_interface_present()) TH_LOG(SFD_MISSING_MSG);
 	if (ring_setup(&self->ring)) {
+		int err = errno;
+
 		/* The harness runs the test after a SKIP in setup: it skips. */
-		self->no_uring = errno == ENOSYS;
+		self->no_uring = err == no_such_syscall_errno();
+		errno = err;
 		ASSERT_TRUE(self->no_uring) TH_LOG("io_uring setup: %s", strerror(errno));
 		return;
 	}
@@ -168,7 +182,7 @@ static long queued_values(int fd, long long base)
 }
 
 static void read_dequeues(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(iouring) *self, long long off,
+			  struct _test_data_iouring *self, long long off,
 			  unsigned int sqe_flags, int expect_val,
 			  long expect_shared, long expect_private)
 {

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV	SFD_PER_THREAD_QUEUE_OFFSET
@@ -141,7 +141,7 @@ static void check_order(struct __test_metadata *_metadata,
 }
 
 /* More entries than any batch: order and multiplicity of RT signals. */
-static void run_many(struct __test_metadata *_metadata, FIXTURE_DATA(peek) *self,
+static void run_many(struct __test_metadata *_metadata, struct _test_data_peek *self,
 		     int n, int priv)
 {
 	static const size_t batches[] = { 1, 7, 32, 4096, 8192 };
@@ -360,7 +360,7 @@ TEST_F(peek, offset_zero_dequeues)
  * nothing else differs.
  */
 static void run_timer_peek(struct __test_metadata *_metadata,
-			   FIXTURE_DATA(peek) *self, int thread_directed)
+			   struct _test_data_peek *self, int thread_directed)
 {
 	struct itimerspec its = { { 0, 1000000 }, { 0, 1000000 } };
 	struct timespec settle = { 0, 50000000 };

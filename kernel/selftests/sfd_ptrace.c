@@ -15,7 +15,7 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV		SFD_PER_THREAD_QUEUE_OFFSET
@@ -305,7 +305,7 @@ static const siginfo_t *find_code(const unsigned char *buf, ssize_t n,
 }
 
 static void compare_queue_of(struct __test_metadata *_metadata,
-			     FIXTURE_DATA(ptrace) *self, pid_t tid,
+			     struct _test_data_ptrace *self, pid_t tid,
 			     const struct peeked *p, int shared,
 			     ssize_t expect_n, int timer_sig)
 {
@@ -327,7 +327,7 @@ static void compare_queue_of(struct __test_metadata *_metadata,
 }
 
 static void compare_queue(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(ptrace) *self, int shared,
+			  struct _test_data_ptrace *self, int shared,
 			  ssize_t expect_n, int timer_sig)
 {
 	compare_queue_of(_metadata, self, self->pid, &self->shm->before, shared,
@@ -368,7 +368,7 @@ static ssize_t expected_queue(unsigned char *buf, pid_t pid, int timer_sig,
 }
 
 static void expect_queue(struct __test_metadata *_metadata,
-			 FIXTURE_DATA(ptrace) *self, pid_t tid, int shared,
+			 struct _test_data_ptrace *self, pid_t tid, int shared,
 			 const unsigned char *exp, ssize_t nexp,
 			 const struct peeked *p)
 {

@@ -2,13 +2,13 @@
 /*
  * SFD_PRIVATE reads only the calling thread's queue, SFD_GROUP only the
  * process-wide one, neither reads both (private first); both together are
- * refused (sfd_errors). poll() and blocking reads honour the same choice. Checked with several threads, each
- * with its own pending signals.
+ * refused (sfd_errors). poll() and blocking reads honour the same choice.
+ * Checked with several threads, each with its own pending signals.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define NWORKERS 3
@@ -206,7 +206,7 @@ static int to_thread(pid_t tid, int sig, int val)
 
 /* Worker i gets RTMIN values 100i, 100i+1; the process gets 900, SIGUSR1. */
 static void queue_per_thread(struct __test_metadata *_metadata,
-			     FIXTURE_DATA(queues) *self)
+			     struct _test_data_queues *self)
 {
 	int i;
 
@@ -274,7 +274,7 @@ TEST_F(queues, group_reads_only_the_process_queue)
 }
 
 static void both_queues_private_first(struct __test_metadata *_metadata,
-				      FIXTURE_DATA(queues) *self, int flags)
+				      struct _test_data_queues *self, int flags)
 {
 	struct read_job rj;
 

@@ -14,7 +14,7 @@
 #include <mqueue.h>
 #include <sys/wait.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 struct gen_ctx {
@@ -53,7 +53,7 @@ static int via_handler(const struct layout_case *lc, struct gen_ctx *ctx,
 		goto out;
 	block_signal(ctx->sig, SIG_UNBLOCK);
 	block_signal(ctx->sig, SIG_BLOCK);
-	if (ncaptured < 1)
+	if (SIG_LOAD(ncaptured) < 1)
 		goto out;
 	memcpy(out, &captured[0], sizeof(*out));
 	ret = 0;

@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <linux/userfaultfd.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV		SFD_PER_THREAD_QUEUE_OFFSET
@@ -43,7 +43,7 @@ struct model {
 
 static siginfo_t got[MAXQ];
 static struct model m;
-static volatile sig_atomic_t segv_seen;
+static sig_atomic_t segv_seen;
 
 static int model_queue(int private_queue, int sig, int val)
 {
@@ -280,7 +280,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	(void)uc;
 	if (si->si_code == SEGV_MAPERR && si->si_addr == FAULT_ADDR)
-		segv_seen++;
+		SIG_STORE(segv_seen, SIG_LOAD(segv_seen) + 1);
 }
 
 /*
@@ -308,11 +308,11 @@ TEST_F(resume, synchronous_signal_taken_from_the_middle)
 	ASSERT_EQ(0, check_window(fd, sigs, self->base, NQ - 100, 200));
 	ASSERT_EQ(SIGSEGV, got[100].si_signo);
 
-	segv_seen = 0;
+	SIG_STORE(segv_seen, 0);
 	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
 	block_signal(SIGSEGV, SIG_UNBLOCK);
 	block_signal(SIGSEGV, SIG_BLOCK);
-	ASSERT_EQ(1, segv_seen);
+	ASSERT_EQ(1, SIG_LOAD(segv_seen));
 	model_remove_if(SIGSEGV, 0, 1);
 
 	ASSERT_EQ(0, check_window(fd, sigs, self->base, NQ - 50, 100));

@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <linux/userfaultfd.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define SHARED		SFD_SHARED_QUEUE_OFFSET
@@ -256,9 +256,11 @@ FIXTURE(rl)
 FIXTURE_VARIANT(rl)
 {
 	enum removal how;
-	size_t want;		/* 64: unpinned by sigqueue_peek_end(),
-				 * 100: by the next sigqueue_peek() that finds
-				 * its place lost */
+	/*
+	 * 64: unpinned by sigqueue_peek_end(), 100: by the next
+	 * sigqueue_peek() that finds its place lost
+	 */
+	size_t want;
 };
 
 FIXTURE_VARIANT_ADD(rl, signalfd_read_unpin_at_end)

@@ -22,7 +22,7 @@
 #include <pthread.h>
 #include <sys/wait.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV		SFD_PER_THREAD_QUEUE_OFFSET
@@ -124,7 +124,7 @@ static int requeue(int private_queue, const void *buf, ssize_t n)
 		else
 			ret = sys_rt_sigqueueinfo(getpid(), si->si_signo, si);
 		if (ret) {
-			printf("# requeue sig %d code %d: %s\n", si->si_signo,
+			printf("# requeuing sig %d code %d: %s\n", si->si_signo,
 			       si->si_code, strerror(errno));
 			return -1;
 		}
@@ -281,7 +281,8 @@ static void ctx_init(struct rt_ctx *c, int private_queue)
 {
 	memset(c, 0, sizeof(*c));
 	c->private_queue = private_queue;
-	c->pipefd[0] = c->pipefd[1] = -1;
+	c->pipefd[0] = -1;
+	c->pipefd[1] = -1;
 	c->mq = (mqd_t)-1;
 }
 
@@ -403,7 +404,7 @@ FIXTURE_TEARDOWN(rt)
  * must come through untouched.
  */
 static void roundtrip(struct __test_metadata *_metadata,
-		      FIXTURE_DATA(rt) *self, const gen_fn *gens,
+		      struct _test_data_rt *self, const gen_fn *gens,
 		      const struct expect *exp)
 {
 	int target = self->c.private_queue;
@@ -455,16 +456,13 @@ static void roundtrip(struct __test_metadata *_metadata,
 	EXPECT_EQ(0x5e, ((siginfo_t *)self->other)->si_value.sival_int);
 }
 
-#define ROUNDTRIP(name, gen, sig, code)					\
-TEST_F(rt, name)							\
-{									\
-	const gen_fn gens[] = { gen, NULL };				\
-	const struct expect exp[] = { { sig, code }, { 0, 0 } };	\
-									\
-	roundtrip(_metadata, self, gens, exp);				\
-}
+TEST_F(rt, si_user)
+{
+	const gen_fn gens[] = { gen_si_user, NULL };
+	const struct expect exp[] = { { SIGUSR1, SI_USER }, { 0, 0 } };
 
-ROUNDTRIP(si_user, gen_si_user, SIGUSR1, SI_USER)
+	roundtrip(_metadata, self, gens, exp);
+}
 
 TEST_F(rt, si_queue_three)
 {
@@ -480,14 +478,70 @@ TEST_F(rt, si_queue_three)
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(i + 1, ((siginfo_t *)self->dump1)[i].si_value.sival_int);
 }
-ROUNDTRIP(si_tkill, gen_si_tkill, SIGUSR2, SI_TKILL)
-ROUNDTRIP(si_timer, gen_si_timer, SIG_TIMER, SI_TIMER)
-ROUNDTRIP(cld_exited, gen_cld_exited, SIGCHLD, CLD_EXITED)
-ROUNDTRIP(cld_killed, gen_cld_killed, SIGCHLD, CLD_KILLED)
-ROUNDTRIP(cld_stopped, gen_cld_stopped, SIGCHLD, CLD_STOPPED)
-ROUNDTRIP(si_mesgq, gen_si_mesgq, SIG_MESGQ, SI_MESGQ)
-ROUNDTRIP(poll_in, gen_poll_in, SIG_POLL, POLL_IN)
-ROUNDTRIP(fault_segv_maperr, gen_fault, SIGSEGV, SEGV_MAPERR)
+
+TEST_F(rt, si_tkill)
+{
+	const gen_fn gens[] = { gen_si_tkill, NULL };
+	const struct expect exp[] = { { SIGUSR2, SI_TKILL }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, si_timer)
+{
+	const gen_fn gens[] = { gen_si_timer, NULL };
+	const struct expect exp[] = { { SIG_TIMER, SI_TIMER }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, cld_exited)
+{
+	const gen_fn gens[] = { gen_cld_exited, NULL };
+	const struct expect exp[] = { { SIGCHLD, CLD_EXITED }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, cld_killed)
+{
+	const gen_fn gens[] = { gen_cld_killed, NULL };
+	const struct expect exp[] = { { SIGCHLD, CLD_KILLED }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, cld_stopped)
+{
+	const gen_fn gens[] = { gen_cld_stopped, NULL };
+	const struct expect exp[] = { { SIGCHLD, CLD_STOPPED }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, si_mesgq)
+{
+	const gen_fn gens[] = { gen_si_mesgq, NULL };
+	const struct expect exp[] = { { SIG_MESGQ, SI_MESGQ }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, poll_in)
+{
+	const gen_fn gens[] = { gen_poll_in, NULL };
+	const struct expect exp[] = { { SIG_POLL, POLL_IN }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
+
+TEST_F(rt, fault_segv_maperr)
+{
+	const gen_fn gens[] = { gen_fault, NULL };
+	const struct expect exp[] = { { SIGSEGV, SEGV_MAPERR }, { 0, 0 } };
+
+	roundtrip(_metadata, self, gens, exp);
+}
 
 /* Every layout pending at once (one SIGCHLD: a legacy signal queues once). */
 TEST_F(rt, all_layouts_together)
@@ -538,12 +592,13 @@ static void *thread_roundtrip_main(void *arg)
 		gen_si_mesgq, gen_poll_in, gen_fault, gen_cld_exited, NULL,
 	};
 	struct thread_rt *t = arg;
+	struct rt_ctx *c = &t->c;
 	const gen_fn *g;
 	ssize_t m;
 
 	t->failed_step = 1;
 	for (g = gens; *g; g++)
-		if ((*g)(&t->c))
+		if ((*g)(c))
 			goto fail;
 	t->failed_step = 2;
 	if (!wait_pending(SIGCHLD, 5000) || settle_into_target(&t->c))

@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define TSIG	(SIGRTMIN + 2)
@@ -64,7 +64,7 @@ static void take_and_check(struct __test_metadata *_metadata, enum taker how)
 		ASSERT_EQ(0, capture_install(TSIG));
 		block_signal(TSIG, SIG_UNBLOCK);
 		block_signal(TSIG, SIG_BLOCK);
-		ASSERT_EQ(1, ncaptured);
+		ASSERT_EQ(1, SIG_LOAD(ncaptured));
 		memcpy(&got, &captured[0], sizeof(got));
 		ASSERT_EQ(0, capture_reset(TSIG));
 		break;

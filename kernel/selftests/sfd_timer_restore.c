@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV	SFD_PER_THREAD_QUEUE_OFFSET
@@ -208,7 +208,7 @@ TEST_F(tr, entry_already_queued_gives_an_ordinary_entry)
  * timer's next expiry queues its own entry (on its own queue) beside it.
  */
 static void check_not_taken(struct __test_metadata *_metadata,
-			    FIXTURE_DATA(tr) *self, int fd, long long base)
+			    struct _test_data_tr *self, int fd, long long base)
 {
 	ASSERT_EQ(SI_MAX_SIZE, write(fd, &self->rec, SI_MAX_SIZE));
 	ASSERT_EQ(1, pending_records(base, self->got));

@@ -20,7 +20,7 @@
  */
 #define _GNU_SOURCE
 
-#include "kselftest_harness.h"
+#include "../kselftest_harness.h"
 #include "sfd_common.h"
 
 #define PRIV	SFD_PER_THREAD_QUEUE_OFFSET
@@ -65,13 +65,13 @@ FIXTURE_VARIANT_ADD(sp, private_queue)
 };
 
 /* Makes @sig pending, with the kernel's own record, in the variant's queue */
-static int make_pending(const FIXTURE_VARIANT(sp) *variant, int sig)
+static int make_pending(const struct _fixture_variant_sp *variant, int sig)
 {
 	return variant->group ? kill(getpid(), sig) :
 				sys_tgkill(getpid(), sys_gettid(), sig);
 }
 
-static int q_variant(const FIXTURE_VARIANT(sp) *variant, int sig, int val)
+static int q_variant(const struct _fixture_variant_sp *variant, int sig, int val)
 {
 	return variant->group ? q_shared(sig, val) : q_private(sig, val);
 }

@@ -2,7 +2,7 @@
 """Run the `$ curl` transcripts of a Markdown document and compare outputs.
 
 A transcript is a line of a fenced block starting with "$ " (continued while
-it ends with a backslash), followed by the output the document shows, up to
+it ends with a backslash, "|" or "&&"), followed by the output the document shows, up to
 the next "$ " line or the end of the block.
 
   doc_examples.py script DOC OUTDIR   print a bash script that runs every
@@ -57,11 +57,11 @@ def examples(path):
                 continue
             if continued:
                 current.command += "\n" + text
-                continued = text.endswith("\\")
+                continued = text.rstrip().endswith(("\\", "|", "&&"))
             elif text.startswith("$ "):
                 current = Example(number, text[2:], [])
                 found.append(current)
-                continued = text.endswith("\\")
+                continued = text.rstrip().endswith(("\\", "|", "&&"))
             elif current is not None:
                 current.output.append(text)
     for e in found:

@@ -127,4 +127,18 @@ tap_output $? "docs/tutorial.md: its $(grep -c '^curl\|curl -s' "$tut/tutorial.s
 	"$(tail -n 15 "$tut/stderr"; tail -n 5 "$tut/stdout")"
 grep -q '"state": "migrated"' "$tut/stdout" && grep -q '"migrated_to"' "$tut/stdout"
 tap $? "docs/tutorial.md: the workload on A says it migrated, as the tutorial shows"
+# docs/api.md's transcripts: every "$ " command of the page, in document
+# order and in one shell, against two fresh guests, with the test's setup
+# (the guests' URLs, CA and token) in place of the page's; each output must
+# have the documented shape (lib/doc_examples.py: JSON key paths and types,
+# status and problem codes, headers, text lines). A failure names the
+# example by its line in api.md.
+apidoc=$REPO/build/suites/$SUITE/api-doc
+(cd "$REPO" && timeout -k 10 900 "$REPO/orchestrate/two-guests.sh" --quiet --name "$SUITE-api-doc" \
+	--kernel "$KERNEL" --initrd "$INITRD" -- "$REPO/orchestrate/lib/doc-examples.sh" \
+	"$REPO/docs/api.md" "$apidoc" >"$apidoc.stdout" 2>"$apidoc.stderr")
+rc=$?
+[ "$rc" = 0 ]
+tap_output $? "docs/api.md: its $(grep -c '^ok ' "$apidoc.stdout") of $(grep -c '^ok \|^FAIL ' "$apidoc.stdout") transcripts run in order against the guests, with the documented output (rc=$rc)" \
+	"$(grep -v '^ok ' "$apidoc.stdout" | head -n 40; tail -n 10 "$apidoc.stderr")"
 tap_done

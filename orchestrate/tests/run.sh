@@ -222,6 +222,85 @@ test_shellcheck() {
 	done
 }
 
+# The docs' transcript checker (lib/doc_examples.py) on a small document run
+# here with a stub curl: it must pass the document as written and report a
+# drifted copy (a renamed key, a wrong status, a refused request) by line.
+test_doc_examples() {
+	local d="$SCRATCH/docex" rc
+	mkdir -p "$d/bin" "$d/out" "$d/drift"
+	cat >"$d/bin/curl" <<-'EOF'
+	#!/bin/sh
+	# the stub agent: a problem for PUT, a 415 for a form body, else a workload
+	case " $* " in
+	*" -X PUT "*) printf 'HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\n\r\n{"code":"method_not_allowed","status":405}\n' ;;
+	*" -d "*) printf '{"code":"unsupported_media_type","status":415}\n'
+		case " $* " in *" --fail-with-body "*) exit 22 ;; esac ;;
+	*) printf '{"id":"w7","pid":4242,"runtime":{"threads":[{"index":0,"tid":9}]}}\n' ;;
+	esac
+	EOF
+	chmod +x "$d/bin/curl"
+	cat >"$d/doc.md" <<-'EOF'
+	| status | code | meaning |
+	|---|---|---|
+	| 405 | `method_not_allowed` | |
+	| 415 | `unsupported_media_type` | |
+
+	```sh
+	$ curl -s $A/v1/workloads/w1 | jq -c .
+	{"id":"w1","pid":14588,"runtime":{"threads":[{"index":0,"tid":14591},{"index":1,"tid":14592}]},...}
+	$ curl -s -X PUT -i \
+	    $A/v1/workloads
+	HTTP/1.1 405 Method Not Allowed
+	Allow: GET, HEAD
+
+	{"code":"method_not_allowed","status":405}
+	$ curl -s $A/v1/workloads/w1 | jq -r '"\(.id) pid \(.pid)"'
+	w1 pid 14588
+	```
+	EOF
+	PATH="$d/bin:$PATH" "$ORCH/lib/doc_examples.py" script "$d/doc.md" "$d/out" >"$d/run.sh" &&
+		(cd "$d" && A=http://stub PATH="$d/bin:$PATH" bash run.sh) &&
+		"$ORCH/lib/doc_examples.py" check "$d/doc.md" "$d/out" >"$SCRATCH/out" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] || sed 's/^/# /' "$SCRATCH/out"
+	tap "$rc" "doc_examples.py: a document whose transcripts match the replies passes"
+
+	drift() {	# drift <description> <sed expression> <expected message>
+		sed "$2" "$d/doc.md" >"$d/drift/doc.md"
+		rm -f "$d/drift/"*.out "$d/drift/"*.rc
+		"$ORCH/lib/doc_examples.py" script "$d/drift/doc.md" "$d/drift" >"$d/drift/run.sh" &&
+			(cd "$d" && A=http://stub PATH="$d/bin:$PATH" bash drift/run.sh)
+		"$ORCH/lib/doc_examples.py" check "$d/drift/doc.md" "$d/drift" >"$SCRATCH/out" 2>&1
+		rc=$?
+		[ "$rc" = 1 ] && grep -q "$3" "$SCRATCH/out"
+		local ok=$?
+		[ "$ok" = 0 ] || sed 's/^/# /' "$SCRATCH/out"
+		tap "$ok" "doc_examples.py reports $1 (rc=$rc)"
+	}
+	drift "a renamed key, naming the example's line" 's/"tid":14591/"thread_id":14591/' \
+		'FAIL doc.md:7: '
+	grep -q 'runtime.threads\[0\]' "$SCRATCH/out"
+	tap $? "doc_examples.py names the key path that drifted"
+	drift "a wrong status" 's/^HTTP\/1.1 405 Method Not Allowed/HTTP\/1.1 404 Not Found/' \
+		'status: documented 404, got 405'
+	drift "a wrong problem code" 's/"method_not_allowed","status"/"not_found","status"/' \
+		"documented 'not_found', got 'method_not_allowed'"
+	drift "a documented header the reply lacks" 's/^Allow: GET, HEAD/Location: \/v1\/x/' \
+		'header Location: documented, missing'
+	drift "a text line that no longer appears" 's/^w1 pid 14588/w1 pid 14588 running/' \
+		'not in the output'
+	# shellcheck disable=SC2016 # a sed expression, no expansion wanted
+	drift "a request the agent refuses (a form body, curl --fail-with-body)" \
+		's/^\$ curl -s \$A\/v1\/workloads\/w1 | jq -c ./$ curl -s -d x=1 $A\/v1\/workloads\/w1 | jq -c ./' \
+		'exit status 22'
+	grep -q 'FAIL doc.md:7:' "$SCRATCH/out"
+	tap $? "doc_examples.py names the refused example by its line"
+	"$ORCH/lib/doc_examples.py" list "$(dirname "$ORCH")/docs/api.md" >"$SCRATCH/out" 2>&1
+	rc=$?
+	[ "$rc" = 0 ] && [ "$(grep -c ': curl' "$SCRATCH/out")" -ge 20 ]
+	tap $? "doc_examples.py: docs/api.md has its curl transcripts and their JSON parses (rc=$rc)"
+}
+
 echo "TAP version 13"
 test_shell_syntax
 test_check_kconfig
@@ -229,6 +308,7 @@ test_free_port_base
 test_relay_deep_path
 test_stoppable_sleep
 test_shellcheck
+test_doc_examples
 if command -v busybox >/dev/null; then
 	test_run_tests
 else

@@ -59,8 +59,8 @@ TEST(modes_follow_checkpoint_restore)
 		fd = sfd_open_sigs(modes[i] | SFD_NONBLOCK,
 				   (const int[]){ SIGRTMIN, 0 });
 		if (cr) {
-			EXPECT_LE(0, fd) TH_LOG("mode %#x: %s", modes[i],
-						strerror(errno));
+			EXPECT_LE(0, fd)
+				TH_LOG("mode %#x: %s", modes[i], strerror(errno));
 		} else {
 			EXPECT_EQ(-1, fd) TH_LOG("mode %#x accepted", modes[i]);
 			EXPECT_EQ(EINVAL, errno);
@@ -94,8 +94,8 @@ TEST(pread_and_write_follow_checkpoint_restore)
 
 	n = pread(fd, &ssi, sizeof(ssi), PRIV);
 	if (cr) {
-		EXPECT_EQ((ssize_t)sizeof(ssi), n) TH_LOG("pread: %s",
-							   strerror(errno));
+		EXPECT_EQ((ssize_t)sizeof(ssi), n)
+			TH_LOG("pread: %s", strerror(errno));
 	} else {
 		EXPECT_EQ(-1, n);
 		EXPECT_EQ(ESPIPE, errno);

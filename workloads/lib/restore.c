@@ -40,7 +40,7 @@
 
 #define REGISTER_TIMEOUT_MS	30000
 #define STEP_TIMEOUT_MS		120000
-#define MAX_FILLER_TIMERS	(1 << 20)
+#define MAX_FILLER_TIMERS	(1 << 16)
 
 enum outcome { RESTORE_PENDING, RESTORE_DONE, RESTORE_FAILED };
 
@@ -433,42 +433,44 @@ static int cmp_timer_id(const void *a, const void *b)
 }
 
 /*
- * Timer ids are allocated sequentially per process (6.1): create in
- * ascending id order, burning ids below each target with fillers that are
- * deleted afterwards.
+ * Timer ids are allocated sequentially per process (6.1) and not reused
+ * before the counter wraps: a filler created to burn an id below the
+ * target is deleted at once. A far id costs time, bounded by
+ * MAX_FILLER_TIMERS, but never holds more than one filler: the ids come
+ * from the image, and an image is not trusted to be small.
  */
+static int create_timer_with_id(const struct sigmig_timer *t,
+				unsigned int *nfill)
+{
+	int id, ret;
+
+	for (;;) {
+		ret = create_one_timer(t, &id);
+		if (ret)
+			return fail(ret, "timer_create(for id %d, clock %d, signal %d): %s",
+				    t->id, t->clock, t->signo, strerror(-ret));
+		if (id == t->id)
+			return 0;
+		syscall(SYS_timer_delete, id);
+		if (id > t->id)
+			return fail(-EEXIST, "timer id %d is no longer available (got %d)",
+				    t->id, id);
+		if (++*nfill > MAX_FILLER_TIMERS)
+			return fail(-E2BIG, "timer id %d is more than %d ids past the first free one",
+				    t->id, MAX_FILLER_TIMERS);
+	}
+}
+
 static int recreate_timers(void)
 {
 	struct sigmig_timer *sorted = rs.image.timers;
-	uint32_t i, n = rs.image.ntimers, nfill = 0;
-	int id, ret = 0;
+	uint32_t i, n = rs.image.ntimers;
+	unsigned int nfill = 0;
+	int ret = 0;
 
 	qsort(sorted, n, sizeof(*sorted), cmp_timer_id);
-	for (i = 0; i < n && !ret; i++) {
-		for (;;) {
-			ret = create_one_timer(&sorted[i], &id);
-			if (ret) {
-				fail(ret, "timer_create(for id %d, clock %d, signal %d): %s",
-				     sorted[i].id, sorted[i].clock, sorted[i].signo,
-				     strerror(-ret));
-				break;
-			}
-			if (id == sorted[i].id)
-				break;
-			if (id > sorted[i].id || ++nfill > MAX_FILLER_TIMERS) {
-				ret = fail(-EEXIST, "timer id %d is no longer available (got %d)",
-					   sorted[i].id, id);
-				break;
-			}
-			/* id < target: a filler, deleted below */
-		}
-	}
-	for (id = 0; n && id < sorted[n - 1].id; id++) {
-		struct sigmig_timer key = { .id = id };
-
-		if (!bsearch(&key, sorted, n, sizeof(*sorted), cmp_timer_id))
-			syscall(SYS_timer_delete, id);
-	}
+	for (i = 0; i < n && !ret; i++)
+		ret = create_timer_with_id(&sorted[i], &nfill);
 	return ret;
 }
 

@@ -265,12 +265,16 @@ static void *restore_worker(void *arg)
 	return NULL;
 }
 
+/* What failing_restore()'s leader must get from the restore. */
+static int failing_restore_error = -ENOENT;
+
 /*
  * In a child: restore @img into two threads, main leading from
  * sigmig_thread_register(0) or from sigmig_runtime_wait_ready(). The
- * image names a handler this process lacks, so the restore fails once
- * every thread has registered. Exit 3 with the reason on stderr when the
- * leader got it and every other thread -ECANCELED, as a program would.
+ * image is one this process cannot take (a handler it lacks, say), so the
+ * restore fails once every thread has registered. Exit 3 with the reason
+ * on stderr when the leader got failing_restore_error and every other
+ * thread -ECANCELED, as a program would.
  */
 static int failing_restore(const char *img, int main_registers)
 {
@@ -288,12 +292,12 @@ static int failing_restore(const char *img, int main_registers)
 	}
 	for (i = first; i < 2; i++)
 		pthread_create(&th[i], NULL, restore_worker, (void *)(uintptr_t)i);
-	if (main_registers && sigmig_thread_register(0) != -ENOENT)
+	if (main_registers && sigmig_thread_register(0) != failing_restore_error)
 		return 11;
 	ret = sigmig_runtime_wait_ready(why, sizeof(why));
 	for (i = first; i < 2; i++)
 		pthread_join(th[i], NULL);
-	if (ret != -ENOENT)
+	if (ret != failing_restore_error)
 		return 12;
 	for (i = first; i < 2; i++)
 		if (worker_ret[i] != -ECANCELED)
@@ -334,6 +338,61 @@ static void test_failing_restore(void)
 			how ? "registered" : "waits", rc))
 			diag_lines(err);
 	}
+	unlink(img);
+}
+
+/*
+ * Timer ids come from the image: an id near INT_MAX must be refused after
+ * a bounded number of fillers, not walked to. The child's CPU time is
+ * capped so that a restore which walks them fails this test instead of
+ * hanging it.
+ */
+static int far_timer_restore(const char *img, int unused)
+{
+	struct rlimit cpu = { 20, 20 };
+
+	setrlimit(RLIMIT_CPU, &cpu);
+	return failing_restore(img, unused);
+}
+
+static void test_far_timer_id(void)
+{
+	char img[] = "/tmp/sigmig-test-imgXXXXXX", err[512];
+	struct sigmig_timer timers[2] = {
+		{ .id = 0, .clock = CLOCK_MONOTONIC, .notify = SIGEV_SIGNAL,
+		  .signo = SIGUSR1 },
+		{ .id = 0x7fffffff, .clock = CLOCK_MONOTONIC,
+		  .notify = SIGEV_SIGNAL, .signo = SIGUSR1 },
+	};
+	struct sigmig_image image;
+	struct timespec t0, t1;
+	uint8_t *buf;
+	size_t len;
+	int fd, rc;
+	double s;
+
+	memset(&image, 0, sizeof(image));
+	image.version = SIGMIG_IMAGE_VERSION;
+	image.arch = 62;	/* EM_X86_64 */
+	strcpy(image.program, "prog");
+	image.ntimers = 2;
+	image.timers = timers;
+	if (sigmig_image_encode(&image, &buf, &len))
+		return (void)ok(0, "encode an image with timer id INT_MAX");
+	fd = mkstemp(img);
+	if (write(fd, buf, len) != (ssize_t)len)
+		ok(0, "write the image");
+	close(fd);
+	free(buf);
+	failing_restore_error = -E2BIG;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = in_child(far_timer_restore, img, 0, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	failing_restore_error = -ENOENT;
+	s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (!ok(rc == 3 && strstr(err, "timer id 2147483647 is more than") && s < 10,
+		"timer id INT_MAX in an image is refused in %.2f s (rc=%d)", s, rc))
+		diag_lines(err);
 	unlink(img);
 }
 
@@ -527,6 +586,7 @@ int main(void)
 	/* the children first: fork() before this process has threads */
 	test_restore_refusals();
 	test_failing_restore();
+	test_far_timer_id();
 	test_commit();
 	test_freeze_during_fork();
 	test_protocol();

@@ -38,6 +38,8 @@ static int require_alive(struct workload *w, struct api_error *err)
 int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 		 struct ctl_reply *reply, struct api_error *err)
 {
+	/* Clients see the verb's name only: its arguments are state paths. */
+	int name = (int)strcspn(verb, " ");
 	int ret;
 
 	if (!w->control)
@@ -50,18 +52,18 @@ int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 		log_warn("%s: %s on %s: %s", w->id, verb, w->sock, strerror(-ret));
 	if (ret == -ETIMEDOUT)
 		return api_error_set(err, 504, "runtime_timeout",
-				     "%s: no %s reply within %d ms", w->id, verb,
-				     timeout_ms);
+				     "%s: no %.*s reply within %d ms", w->id, name,
+				     verb, timeout_ms);
 	if (ret)
 		return api_error_set(err, 502, "runtime_unreachable",
-				     "%s: %s on its control socket: %s", w->id,
-				     verb, strerror(-ret));
+				     "%s: %.*s on its control socket: %s", w->id,
+				     name, verb, strerror(-ret));
 	if (ctl_reply_ok(reply))
 		return 0;
 	api_error_set(err, strcmp(ctl_reply_error(reply), "wrong_state") ? 502 : 409,
 		      strcmp(ctl_reply_error(reply), "wrong_state") ?
 		      "runtime_error" : "wrong_state",
-		      "%s: %s: %s", w->id, verb, ctl_reply_message(reply));
+		      "%s: %.*s: %s", w->id, name, verb, ctl_reply_message(reply));
 	snprintf(err->cause, sizeof(err->cause), "%s", ctl_reply_error(reply));
 	ctl_reply_free(reply);
 	return -1;

@@ -14,7 +14,7 @@ REPO=$SIGMIG_REPO
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 LOGS="$REPO/build/logs"
 threads=4 signals=4000 after=1000 html="$REPO/build/migrate-demo.html" keep=0 deps=1
-live_rate=300 live_seconds=12
+live_rate=300 live_seconds=60
 STEP=0
 STEPS=6
 bg_pid=""

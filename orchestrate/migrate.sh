@@ -39,7 +39,8 @@ Usage: migrate.sh [options]
                       freeze and sending through the move without a pause (to
                       the original's pid: ESRCH once it is gone); the queues are
                       then not compared with the snapshot (it is not the image)
-  --live-seconds S    how long the live senders send (default 20)
+  --live-seconds S    the longest the live senders send (default 60); each
+                      ends 1 s after its first ESRCH (the original is gone)
   --expect ok|rollback   rollback: a fault is injected, the original must stay
                       on the source (default ok)
   --fault TEXT        describes the injected fault in the result
@@ -73,7 +74,7 @@ target=${SIGMIG_B_LINK_URL:-}
 token=${SIGMIG_TOKEN:-}
 token_to=${SIGMIG_TOKEN_TO:-}
 threads=4 signals=4000 after=1000 expect=ok fault="" migrate_timeout_ms=""
-forward_ms="" out="" snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=20
+forward_ms="" out="" snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=60
 BEFORE_HOOK=() DURING_HOOK=() AFTER_HOOK=() HOOK=() HOOK_WORDS=0
 
 # hook_words ARGS...: the words after --before/--during-migrate up to ';'

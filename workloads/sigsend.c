@@ -43,6 +43,7 @@ static struct {
 	unsigned long count;
 	long rate;
 	long seconds;		/* --seconds: stop sending after this long */
+	long linger_ms;		/* --linger-ms: stop this long after the first ESRCH */
 	int kinds[K_NKINDS];
 	int rt[MAX_SIGS], nrt, std[MAX_SIGS], nstd;
 	uint64_t seed;
@@ -54,6 +55,7 @@ static struct {
 static struct { pid_t tid; int index; } targets[MAX_TARGETS];
 static int ntargets, log_fd = -1;
 static volatile sig_atomic_t pause_req, resume_req, end_req;
+static long long first_esrch_ns;	/* mono_ns() of the first send that got ESRCH */
 
 static void on_pause(int s) { (void)s; pause_req = 1; }
 static void on_resume(int s) { (void)s; resume_req = 1; }
@@ -214,6 +216,8 @@ static void send_one(unsigned long seq)
 			continue;
 		}
 		logf_("F %lu %s %d %d %ld\n", seq, kind_names[kind], signo, errno, opt.id);
+		if (errno == ESRCH && !first_esrch_ns)
+			first_esrch_ns = mono_ns();
 		return;
 	}
 }
@@ -251,11 +255,13 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sigsend (--pid PID | --pid-file FILE) --log PATH [--count N] [--rate PER_SEC]\n"
-		"               [--seconds S]\n"
+		"               [--seconds S] [--linger-ms MS]\n"
 		"               [--kinds kill,sigqueue,tgkill,tgsigqueue] [--rt 34,35,..] [--std 1,10,..]\n"
 		"               [--std-percent P] [--seed N] [--paused] [--id N]\n"
 		"  --id N: 0-65535, carried in every payload and logged (default: the pid's\n"
 		"  low 16 bits); senders whose logs are compared together need distinct ids.\n"
+		"  --linger-ms MS: end MS after the first send that failed with ESRCH (the\n"
+		"  target is gone); 0 (default): keep sending.\n"
 		"  SIGUSR1 pauses, SIGUSR2 resumes (re-reads --pid-file), SIGTERM ends.\n");
 	exit(2);
 }
@@ -281,7 +287,8 @@ static void parse(int argc, char **argv)
 		{ "count", 1, 0, 'c' }, { "rate", 1, 0, 'r' }, { "kinds", 1, 0, 'k' },
 		{ "rt", 1, 0, 'R' }, { "std", 1, 0, 'S' }, { "seed", 1, 0, 's' },
 		{ "paused", 0, 0, 'P' }, { "std-percent", 1, 0, 'y' }, { "id", 1, 0, 'i' },
-		{ "seconds", 1, 0, 'T' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+		{ "seconds", 1, 0, 'T' }, { "linger-ms", 1, 0, 'L' },
+		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
 	char *end;
 	int c;
 
@@ -295,6 +302,7 @@ static void parse(int argc, char **argv)
 		case 'c': opt.count = strtoul(optarg, NULL, 10); break;
 		case 'r': opt.rate = atol(optarg); break;
 		case 'T': opt.seconds = atol(optarg); break;
+		case 'L': opt.linger_ms = atol(optarg); break;
 		case 'k': parse_kinds(optarg); break;
 		case 'R': opt.nrt = parse_list(optarg, opt.rt); break;
 		case 'S': opt.nstd = parse_list(optarg, opt.std); break;
@@ -318,6 +326,13 @@ static void parse(int argc, char **argv)
 		usage();
 	if (!opt.kinds[0] && !opt.kinds[1] && !opt.kinds[2] && !opt.kinds[3])
 		usage();
+}
+
+/* The target is gone and --linger-ms has passed since the first ESRCH. */
+static int lingered_enough(void)
+{
+	return opt.linger_ms > 0 && first_esrch_ns &&
+	       mono_ns() - first_esrch_ns >= opt.linger_ms * 1000000ll;
 }
 
 int main(int argc, char **argv)
@@ -354,7 +369,7 @@ int main(int argc, char **argv)
 	until = opt.seconds > 0 ? mono_ns() + opt.seconds * 1000000000ll : 0;
 	/* The payload holds 32 bits of sequence number. */
 	while (!end_req && (!opt.count || seq < opt.count) && seq < SEQ_MAX &&
-	       (!until || mono_ns() < until)) {
+	       (!until || mono_ns() < until) && !lingered_enough()) {
 		if (pause_req)
 			wait_resume(seq);
 		if (end_req)

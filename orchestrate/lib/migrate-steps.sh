@@ -44,14 +44,18 @@ run_sender() {	# HOST PID COUNT [RT_ONLY]: waits for it to end
 	wait_exited "$1" "$WL_ID" 900 || die "sigsend $WL_ID on $1 did not finish within 900s"
 }
 
-# A sender that keeps sending for --live-seconds at (at most) --live-senders
-# per second, every kind, standard and real-time signals, thread-directed
-# and process-wide; --seconds is what makes it end by itself (its log stays
-# readable through the API, which a DELETE would not leave).
+# A sender that keeps sending at (at most) --live-senders per second, every
+# kind, standard and real-time signals, thread-directed and process-wide,
+# until LIVE_LINGER_MS after its first ESRCH (the original is gone, forwarder
+# and all) or --live-seconds, whichever comes first. It ends by itself: its
+# log stays readable through the API, which a DELETE would not leave; and a
+# move that takes longer than planned is still sent through.
+LIVE_LINGER_MS=1000
 live_sender_args() {	# PID ID
 	jq -cn --arg pid "$1" --arg id "$2" --arg rate "$live_rate" \
-		--arg s "$live_seconds" '{program: "sigsend", control: false,
-		args: ["--pid", $pid, "--log", "/proc/self/fd/1", "--seconds", $s, "--rate", $rate,
+		--arg s "$live_seconds" --arg linger "$LIVE_LINGER_MS" '{program: "sigsend", control: false,
+		args: ["--pid", $pid, "--log", "/proc/self/fd/1", "--seconds", $s,
+		       "--linger-ms", $linger, "--rate", $rate,
 		       "--kinds", "kill,sigqueue,tgkill,tgsigqueue", "--std-percent", "30",
 		       "--seed", $id, "--id", $id]}'
 }
@@ -68,7 +72,7 @@ start_live_senders() {
 		SENDERS+=("a:$WL_ID")
 		LIVE_SENDERS+=("$WL_ID")
 	done
-	say "${#LIVE_SENDERS[@]} live senders on A, ${live_rate}/s each for ${live_seconds}s, no pause for the move"
+	say "${#LIVE_SENDERS[@]} live senders on A, ${live_rate}/s each until ${LIVE_LINGER_MS} ms after the original is gone (at most ${live_seconds}s), no pause for the move"
 	sleep 1
 }
 

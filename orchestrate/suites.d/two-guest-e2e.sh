@@ -78,7 +78,7 @@ done
 # successful send. They send for 30 s: the move (freeze to the end of the
 # lease) must fall inside, and under make test's load (every suite at
 # once) it once took 20 s from their start, past an earlier 15 s bound.
-run_case live -- --threads 4 --signals 2000 --after 300 --live-senders 1000 --live-seconds 30
+run_case live -- --threads 4 --signals 2000 --after 300 --live-senders 1000 --live-seconds 90
 [ "$CASE_RC" = 0 ] && [ -f "$RESULT" ]
 tap $? "live senders: migration A -> B completes (migrate.sh rc=$CASE_RC)"
 esrch=$(result '.ledger_extra.live_esrch')

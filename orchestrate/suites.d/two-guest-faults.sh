@@ -85,7 +85,7 @@ start_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B ki
 # is cut as it starts forwarding. What B cannot take stays in A's spool;
 # with the link back, POST /v1/workloads/{id}/replay on A (migrate.sh does
 # it) must make the ledger whole: nothing lost, nothing twice.
-start_case forward-cut -- --signals "$SIGNALS" --live-senders 300 --live-seconds 30 \
+start_case forward-cut -- --signals "$SIGNALS" --live-senders 300 --live-seconds 90 \
 	--forward-ms 3000 --migrate-timeout-ms "$TIMEOUT_MS" --fault "link cut while the original forwards" \
 	--during-migrate "$HOOK" link-when-forwarding cut ';' --after-migrate "$HOOK" link pass ';'
 

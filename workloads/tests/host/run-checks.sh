@@ -58,6 +58,7 @@ for t in "$@"; do
 	run_tap "$t (tsan)" "$build/tsan/$t"
 done
 run_tap sigledger-checks "$(dirname "$0")/sigledger-checks.sh" "$build"
+run_tap sigsend-checks "$(dirname "$0")/sigsend-checks.sh" "$build"
 fuzz fuzz_image
 fuzz fuzz_image_fixcrc
 exit $failed

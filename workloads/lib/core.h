@@ -56,6 +56,9 @@ struct rt_thread {
 	char err[160];			/* why, when result is not 0 */
 	struct rawbuf peek;		/* its private queue, as last peeked */
 	struct rawbuf dumped;		/* its private queue, as the last DUMP took it */
+	uint64_t pending_set;		/* its pending signals, read just before the peek */
+	uint64_t peek_unqueued;		/* signals pending on it without an entry, as last read */
+	uint64_t dumped_unqueued;	/* ... as the last DUMP (or delta read) carried them */
 	const struct sigmig_thread *image;	/* restore: its part of the image */
 	const struct sigmig_thread *delta;	/* held: its part of a commit delta */
 	int (*call)(struct rt_thread *t);	/* CMD_CALL: what it runs */

@@ -28,7 +28,13 @@
 static struct {
 	int valid;
 	struct rawbuf shared;
+	uint64_t shared_unqueued;	/* its signals pending without an entry */
 } dumped;
+
+/* The shared queue's pending set, read just before its peek. */
+static uint64_t shared_pending_set;
+/* The shared queue's signals pending without an entry, as last read. */
+static uint64_t peek_shared_unqueued;
 
 static int dump_disposition(int sig, struct sigmig_disposition *d, char *err,
 			    size_t errlen)
@@ -159,6 +165,20 @@ static int dump_timers(struct sigmig_image *img, char *err, size_t errlen)
 	return ret;
 }
 
+/*
+ * Each queue's pending set is read before the queue is peeked: a signal
+ * that arrives in between is then in the peek but not in the set, and is
+ * carried as the record it is; read after, it would also look pending
+ * without one and be carried twice. A signal pending without an entry
+ * when the set is read stays so: nothing dequeues while every thread is
+ * parked.
+ */
+static int pending_set_failed(int ret, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "pending set in /proc: %s", strerror(-ret));
+	return ret;
+}
+
 static int peek_threads(char *err, size_t errlen)
 {
 	unsigned int i;
@@ -169,6 +189,9 @@ static int peek_threads(char *err, size_t errlen)
 
 		if (!atomic_load(&t->registered))
 			continue;
+		ret = sigmig_pending_set(t->tid, 0, &t->pending_set);
+		if (ret)
+			return pending_set_failed(ret, err, errlen);
 		ret = sigmig_post(t, CMD_PEEK, PEEK_TIMEOUT_MS);
 		if (ret) {
 			snprintf(err, errlen, "thread %u (tid %d): %s", i, t->tid,
@@ -177,6 +200,15 @@ static int peek_threads(char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+static int peek_shared(struct rawbuf *shared, char *err, size_t errlen)
+{
+	int ret = sigmig_pending_set(getpid(), 1, &shared_pending_set);
+
+	if (ret)
+		return pending_set_failed(ret, err, errlen);
+	return sigmig_peek_queue(PEEK_SHARED_QUEUE, shared, err, errlen);
 }
 
 /*
@@ -249,9 +281,11 @@ static void keep_dumped(struct rawbuf *shared)
 
 		t->dumped = t->peek;
 		memset(&t->peek, 0, sizeof(t->peek));
+		t->dumped_unqueued = t->peek_unqueued;
 	}
 	dumped.shared = *shared;
 	memset(shared, 0, sizeof(*shared));
+	dumped.shared_unqueued = peek_shared_unqueued;
 	dumped.valid = 1;
 }
 
@@ -290,24 +324,19 @@ static int fill_state(struct sigmig_image *img, char *err, size_t errlen)
  * every queue of @img: the threads', then the shared one. @owned gets the
  * arrays that replace the peek buffers' in the image, one per queue.
  */
-static int dump_unqueued(struct sigmig_image *img, struct sigmig_siginfo **owned,
-			 char *err, size_t errlen)
+static int dump_unqueued(struct sigmig_image *img, struct sigmig_siginfo **owned)
 {
 	uint32_t k, added;
-	uint64_t set;
 	int ret = 0;
 
 	for (k = 0; k <= img->nthreads && !ret; k++) {
 		int shared = k == img->nthreads;
 		struct sigmig_queue *q = shared ? &img->shared : &img->threads[k].pending;
-		pid_t tid = shared ? getpid() : img->threads[k].tid;
+		struct rt_thread *t = shared ? NULL : sigmig_thread(img->threads[k].index);
+		uint64_t *set = shared ? &peek_shared_unqueued : &t->peek_unqueued;
 
-		ret = sigmig_pending_set(tid, shared, &set);
-		if (!ret)
-			ret = sigmig_add_unqueued(q, set, &owned[k], &added);
-		if (ret)
-			snprintf(err, errlen, "pending set of %s %d: %s",
-				 shared ? "the process" : "thread", (int)tid, strerror(-ret));
+		*set = sigmig_unqueued_set(q, shared ? shared_pending_set : t->pending_set);
+		ret = sigmig_append_unqueued(q, *set, &owned[k], &added);
 	}
 	return ret;
 }
@@ -324,7 +353,7 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 	memset(&img, 0, sizeof(img));
 	ret = peek_threads(err, errlen);
 	if (!ret)
-		ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
+		ret = peek_shared(&shared, err, errlen);
 	if (!ret)
 		ret = fill_state(&img, err, errlen);
 	if (ret)
@@ -332,11 +361,11 @@ int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
 	img.shared.count = (uint32_t)shared.count;
 	img.shared.entries = (struct sigmig_siginfo *)shared.data;
 	owned = calloc((size_t)img.nthreads + 1, sizeof(*owned));
-	ret = owned ? dump_unqueued(&img, owned, err, errlen) : -ENOMEM;
-	if (ret == -ENOMEM)
+	ret = owned ? dump_unqueued(&img, owned) : -ENOMEM;
+	if (ret) {
 		snprintf(err, errlen, "out of memory");
-	if (ret)
 		goto out;
+	}
 	*nsignals = sigmig_image_pending_total(&img);
 	ret = sigmig_image_encode(&img, out, len);
 	if (ret)
@@ -404,6 +433,30 @@ static int tail_of(const struct rawbuf *was, const struct rawbuf *now,
 	return 0;
 }
 
+/*
+ * Signals that became pending without a queue entry since the last read
+ * (sent over RLIMIT_SIGPENDING): no peek shows them, so no tail does.
+ * Found as the DUMP finds them, from @pending (read before the peek) and
+ * the whole queue @now, less those the last read carried (@before);
+ * *@unqueued gets them all, the baseline of the next read. Their records
+ * go at the end of @q.
+ */
+static int tail_unqueued(uint64_t pending, const struct rawbuf *now,
+			 uint64_t before, uint64_t *unqueued, struct sigmig_queue *q)
+{
+	struct sigmig_queue whole = { .count = (uint32_t)now->count,
+				      .entries = (struct sigmig_siginfo *)now->data };
+	struct sigmig_siginfo *tail = q->entries, *grown;
+	uint32_t added;
+	int ret;
+
+	*unqueued = sigmig_unqueued_set(&whole, pending);
+	ret = sigmig_append_unqueued(q, *unqueued & ~before, &grown, &added);
+	if (!ret && grown)
+		free(tail);	/* @q holds the grown copy now */
+	return ret;
+}
+
 static int delta_threads(struct sigmig_image *img, struct delta_counts *n)
 {
 	uint32_t k;
@@ -415,6 +468,9 @@ static int delta_threads(struct sigmig_image *img, struct delta_counts *n)
 		struct rt_thread *t = sigmig_thread(it->index);
 
 		ret = tail_of(&t->dumped, &t->peek, &it->pending, n);
+		if (!ret)
+			ret = tail_unqueued(t->pending_set, &t->peek, t->dumped_unqueued,
+					    &t->peek_unqueued, &it->pending);
 	}
 	return ret;
 }
@@ -444,11 +500,14 @@ int sigmig_dump_delta(int advance, uint8_t **out, size_t *len,
 	n->read_ns = sigmig_realtime_ns();
 	ret = peek_threads(err, errlen);
 	if (!ret)
-		ret = sigmig_peek_queue(PEEK_SHARED_QUEUE, &shared, err, errlen);
+		ret = peek_shared(&shared, err, errlen);
 	if (!ret) {
 		ret = delta_threads(&img, n);
 		if (!ret)
 			ret = tail_of(&dumped.shared, &shared, &img.shared, n);
+		if (!ret)
+			ret = tail_unqueued(shared_pending_set, &shared, dumped.shared_unqueued,
+					    &peek_shared_unqueued, &img.shared);
 		if (ret)
 			snprintf(err, errlen, "out of memory");
 	}

@@ -53,8 +53,7 @@ static int record_signo(const struct sigmig_siginfo *e)
 	return signo;
 }
 
-/* The signals of @pending that need a record of their own in @q. */
-static uint64_t unqueued_of(const struct sigmig_queue *q, uint64_t pending)
+uint64_t sigmig_unqueued_set(const struct sigmig_queue *q, uint64_t pending)
 {
 	uint32_t i;
 	int signo;
@@ -68,16 +67,15 @@ static uint64_t unqueued_of(const struct sigmig_queue *q, uint64_t pending)
 	return pending;
 }
 
-int sigmig_add_unqueued(struct sigmig_queue *q, uint64_t pending,
-			struct sigmig_siginfo **owned, uint32_t *added)
+int sigmig_append_unqueued(struct sigmig_queue *q, uint64_t set,
+			   struct sigmig_siginfo **owned, uint32_t *added)
 {
-	uint64_t missing = unqueued_of(q, pending);
 	struct sigmig_siginfo *e;
 	int32_t signo;
 	uint32_t n;
 
 	*owned = NULL;
-	*added = (uint32_t)__builtin_popcountll(missing);
+	*added = (uint32_t)__builtin_popcountll(set);
 	if (!*added)
 		return 0;
 	e = calloc((size_t)q->count + *added, sizeof(*e));
@@ -87,7 +85,7 @@ int sigmig_add_unqueued(struct sigmig_queue *q, uint64_t pending,
 		memcpy(e, q->entries, q->count * sizeof(*e));
 	n = q->count;
 	for (signo = 1; signo <= SIGMIG_NSIG; signo++) {
-		if (!(missing & (1ULL << (signo - 1))))
+		if (!(set & (1ULL << (signo - 1))))
 			continue;
 		/* si_errno, si_code (SI_USER), si_pid, si_uid: all zero */
 		memcpy(e[n++].bytes, &signo, sizeof(signo));

@@ -14,13 +14,19 @@
 int sigmig_pending_set(pid_t tid, int shared, uint64_t *set);
 
 /*
- * Appends to @q a record for every signal of @pending that none of its
- * records is for (SIGKILL and SIGSTOP aside): the siginfo the kernel
- * delivers for a signal pending without a queue entry. The new array is
- * returned in *@owned (the caller frees it; NULL when nothing was added)
- * and the number added in *@added. 0, or -ENOMEM.
+ * The signals of @pending that none of @q's records is for (SIGKILL and
+ * SIGSTOP aside): pending without a queue entry.
  */
-int sigmig_add_unqueued(struct sigmig_queue *q, uint64_t pending,
-			struct sigmig_siginfo **owned, uint32_t *added);
+uint64_t sigmig_unqueued_set(const struct sigmig_queue *q, uint64_t pending);
+
+/*
+ * Appends to @q a record for every signal of @set: the siginfo the kernel
+ * delivers for a signal pending without a queue entry. The new array is
+ * returned in *@owned (the caller frees it, and the old one if it owned
+ * that; NULL when nothing was added) and the number added in *@added.
+ * 0, or -ENOMEM.
+ */
+int sigmig_append_unqueued(struct sigmig_queue *q, uint64_t set,
+			   struct sigmig_siginfo **owned, uint32_t *added);
 
 #endif

@@ -7,6 +7,9 @@
  * sigmig-ctl --inspect IMAGE: decode an image file and print a JSON summary
  * (exit 1 and the decoder's reason if it is invalid).
  * sigmig-ctl --xor FILE OFFSET BYTE: XOR one byte of FILE in place (tests).
+ * sigmig-ctl --records IMAGE: one line per queued record, oldest first:
+ * "<queue> <si_signo> <si_code> <si_pid> <si_uid>", queue being "shared"
+ * or "thread.<index>".
  * sigmig-ctl --craft FILE FIELD=VALUE...: set 32-bit fields of an image in
  * place and recompute its CRC, as a malicious peer would (tests). FIELD is
  * a header count (nthreads, ntimers, shared_count), thread.I.index,
@@ -142,6 +145,63 @@ static int craft(const char *path, int nspecs, char **specs)
 	return 0;
 }
 
+static int decode_file(const char *path, struct sigmig_image *img)
+{
+	static uint8_t buf[64 << 20];
+	char err[256];
+	size_t len;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		perror(path);
+		return 2;
+	}
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (sigmig_image_decode(buf, len, img, err, sizeof(err))) {
+		fprintf(stderr, "sigmig-ctl: %s: %s\n", path, err);
+		return 1;
+	}
+	return 0;
+}
+
+/* The union of fields follows si_code, 8-byte aligned on x86_64. */
+static void print_records(const char *queue, const struct sigmig_queue *q,
+			  uint32_t arch)
+{
+	size_t fields = arch == 3 /* EM_386 */ ? 12 : 16;
+	int32_t signo, code, pid;
+	uint32_t i, uid;
+
+	for (i = 0; i < q->count; i++) {
+		const uint8_t *b = q->entries[i].bytes;
+
+		memcpy(&signo, b, 4);
+		memcpy(&code, b + 8, 4);
+		memcpy(&pid, b + fields, 4);
+		memcpy(&uid, b + fields + 4, 4);
+		printf("%s %d %d %d %u\n", queue, signo, code, pid, uid);
+	}
+}
+
+static int records(const char *path)
+{
+	struct sigmig_image img;
+	char queue[32];
+	uint32_t i;
+	int ret = decode_file(path, &img);
+
+	if (ret)
+		return ret;
+	for (i = 0; i < img.nthreads; i++) {
+		snprintf(queue, sizeof(queue), "thread.%u", img.threads[i].index);
+		print_records(queue, &img.threads[i].pending, img.arch);
+	}
+	print_records("shared", &img.shared, img.arch);
+	sigmig_image_free(&img);
+	return 0;
+}
+
 static int inspect(const char *path)
 {
 	static uint8_t buf[64 << 20];
@@ -188,6 +248,8 @@ int main(int argc, char **argv)
 		return craft(argv[2], argc - 3, argv + 3);
 	if (argc == 3 && !strcmp(argv[1], "--inspect"))
 		return inspect(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--records"))
+		return records(argv[2]);
 	if (argc < 3) {
 		fprintf(stderr, "usage: sigmig-ctl SOCKET VERB [--out FILE] [--timeout MS]\n");
 		return 2;

@@ -12,6 +12,9 @@
  * pending on its own queue without an entry). Checks that both are pending
  * and that a peek of their queues does not show them, writes "ready" (or
  * what went wrong) to --state, and waits to be checkpointed.
+ * With --late (the last argument) it only fills the limit: the test sends
+ * RTSIG and STDSIG after the DUMP (its thread is named storm-0 so that
+ * sigsend can tgkill it), and they must travel in the commit delta.
  * Restored (--restore IMAGE): unblocks and checks the deliveries (TAP on
  * stdout): QSIG NFILL times with its values in order, RTSIG and STDSIG once
  * each with si_code SI_USER, si_pid 0 and si_uid 0, as on the source.
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -99,11 +103,11 @@ static int peek_shows(long long base, int sig)
 	return got < 0 ? -1 : 0;
 }
 
-static const char *fill_and_send(void)
+/* Lower the soft RLIMIT_SIGPENDING to what is queued plus NFILL, fill it. */
+static const char *fill_limit(void)
 {
 	union sigval v;
 	struct rlimit rl;
-	sigset_t pending;
 	long queued = user_queued();
 	int i;
 
@@ -124,6 +128,16 @@ static const char *fill_and_send(void)
 	v.sival_int = 999;
 	if (sigqueue(getpid(), QSIG, v) == 0 || errno != EAGAIN)
 		return "the limit was not reached (a sigqueue over it succeeded)";
+	return NULL;
+}
+
+static const char *fill_and_send(void)
+{
+	const char *bad = fill_limit();
+	sigset_t pending;
+
+	if (bad)
+		return bad;
 	if (kill(getpid(), RTSIG) || syscall(SYS_tgkill, getpid(), gettid(), STDSIG))
 		return "kill()/tgkill() over the limit failed";
 	sigpending(&pending);
@@ -135,13 +149,25 @@ static const char *fill_and_send(void)
 	return NULL;
 }
 
-static int original(const char *state)
+/*
+ * RLIMIT_SIGPENDING counts every pending signal of the user: run as a user
+ * of its own, so that no other process can free room under the limit (or
+ * take it) while the test runs.
+ */
+#define OWN_UID	4242
+
+static int original(const char *state, int late)
 {
-	const char *bad = fill_and_send();
-	FILE *f = fopen(state, "w");
+	FILE *f = fopen(state, "w");	/* before the state's owner is no longer us */
+	const char *bad;
 
 	if (!f)
 		return 2;
+	prctl(PR_SET_NAME, "storm-0");
+	if (setresgid(OWN_UID, OWN_UID, OWN_UID) || setresuid(OWN_UID, OWN_UID, OWN_UID))
+		bad = "cannot become a user of its own";
+	else
+		bad = late ? fill_limit() : fill_and_send();
 	fprintf(f, "%s\n", bad ? bad : "ready");
 	fclose(f);
 	for (;;)
@@ -184,10 +210,11 @@ int main(int argc, char **argv)
 {
 	struct one_thread_prog p = { .name = "unqueued-restore" };
 	const int sigs[] = { QSIG, RTSIG, STDSIG };
+	int late = argc > 1 && !strcmp(argv[argc - 1], "--late");
 	sigset_t set;
 	int i, ret;
 
-	ret = one_thread_args(argc, argv, &p);
+	ret = one_thread_args(argc - late, argv, &p);
 	if (ret)
 		return ret;
 	sigemptyset(&set);
@@ -199,5 +226,5 @@ int main(int argc, char **argv)
 	ret = one_thread_start(&p);
 	if (ret)
 		return ret;
-	return p.restore ? restored() : original(p.state);
+	return p.restore ? restored() : original(p.state, late);
 }

@@ -63,13 +63,13 @@ static void test_add_unqueued(void)
 	record_of(&recs[0], SIGRTMIN + 1, -1);
 	record_of(&recs[1], SIGUSR2, 0);
 	pending = 1ULL << (SIGRTMIN + 1 - 1) | 1ULL << (SIGUSR2 - 1);
-	ok(sigmig_add_unqueued(&q, pending, &owned, &added) == 0 && !added &&
+	ok(sigmig_append_unqueued(&q, sigmig_unqueued_set(&q, pending), &owned, &added) == 0 && !added &&
 	   !owned && q.entries == recs && q.count == 2,
 	   "every pending signal has a record: nothing added");
 
 	pending |= 1ULL << (SIGRTMIN + 7 - 1) | 1ULL << (SIGUSR1 - 1) |
 		   1ULL << (SIGKILL - 1) | 1ULL << (SIGSTOP - 1);
-	ret = sigmig_add_unqueued(&q, pending, &owned, &added);
+	ret = sigmig_append_unqueued(&q, sigmig_unqueued_set(&q, pending), &owned, &added);
 	ok(!ret && added == 2 && q.count == 4 && q.entries == owned,
 	   "two signals without a record (SIGKILL, SIGSTOP aside): %u added", added);
 	ok(!memcmp(q.entries, recs, sizeof(recs)), "the queue's records come first, unchanged");

@@ -36,6 +36,9 @@ static int xor_byte(const char *path, long off, int x)
 	return 0;
 }
 
+/* One image at a time, as big as any test makes. */
+static uint8_t image_buf[64 << 20];
+
 /* Offsets of docs/image-format.md. */
 #define HDR_SIZE	160
 #define DISP_SECTION	(64 * 48)
@@ -115,7 +118,7 @@ static long craft_offset(const uint8_t *buf, size_t len, const char *spec)
 
 static int craft(const char *path, int nspecs, char **specs)
 {
-	static uint8_t buf[64 << 20];
+	uint8_t *buf = image_buf;
 	char field[48];
 	long long value;
 	long off;
@@ -127,7 +130,7 @@ static int craft(const char *path, int nspecs, char **specs)
 		perror(path);
 		return 2;
 	}
-	len = fread(buf, 1, sizeof(buf), f);
+	len = fread(buf, 1, sizeof(image_buf), f);
 	for (i = 0; i < nspecs; i++) {
 		if (sscanf(specs[i], "%47[a-z_.0-9]=%lli", field, &value) != 2 ||
 		    (off = craft_offset(buf, len, field)) < 0) {
@@ -145,10 +148,11 @@ static int craft(const char *path, int nspecs, char **specs)
 	return 0;
 }
 
-static int decode_file(const char *path, struct sigmig_image *img)
+/* 0, 2 (unreadable: said on stderr) or 1 (invalid: the reason in @err). */
+static int decode_file(const char *path, struct sigmig_image *img, char *err,
+		       size_t errlen)
 {
-	static uint8_t buf[64 << 20];
-	char err[256];
+	uint8_t *buf = image_buf;
 	size_t len;
 	FILE *f = fopen(path, "rb");
 
@@ -156,13 +160,9 @@ static int decode_file(const char *path, struct sigmig_image *img)
 		perror(path);
 		return 2;
 	}
-	len = fread(buf, 1, sizeof(buf), f);
+	len = fread(buf, 1, sizeof(image_buf), f);
 	fclose(f);
-	if (sigmig_image_decode(buf, len, img, err, sizeof(err))) {
-		fprintf(stderr, "sigmig-ctl: %s: %s\n", path, err);
-		return 1;
-	}
-	return 0;
+	return sigmig_image_decode(buf, len, img, err, errlen) ? 1 : 0;
 }
 
 /* The union of fields follows si_code, 8-byte aligned on x86_64. */
@@ -187,10 +187,12 @@ static void print_records(const char *queue, const struct sigmig_queue *q,
 static int records(const char *path)
 {
 	struct sigmig_image img;
-	char queue[32];
+	char queue[32], err[256];
 	uint32_t i;
-	int ret = decode_file(path, &img);
+	int ret = decode_file(path, &img, err, sizeof(err));
 
+	if (ret == 1)
+		fprintf(stderr, "sigmig-ctl: %s: %s\n", path, err);
 	if (ret)
 		return ret;
 	for (i = 0; i < img.nthreads; i++) {
@@ -204,23 +206,15 @@ static int records(const char *path)
 
 static int inspect(const char *path)
 {
-	static uint8_t buf[64 << 20];
 	struct sigmig_image img;
 	char err[256];
-	size_t len;
 	uint32_t i, timer_entries = 0;
-	FILE *f = fopen(path, "rb");
+	int ret = decode_file(path, &img, err, sizeof(err));
 
-	if (!f) {
-		perror(path);
-		return 2;
-	}
-	len = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
-	if (sigmig_image_decode(buf, len, &img, err, sizeof(err))) {
+	if (ret == 1)
 		printf("{\"valid\":false,\"error\":\"%s\"}\n", err);
-		return 1;
-	}
+	if (ret)
+		return ret;
 	for (i = 0; i < img.shared.count; i++)
 		timer_entries += img.shared.entries[i].bytes[8] == 0xfe;	/* SI_TIMER */
 	printf("{\"valid\":true,\"program\":\"%s\",\"pid\":%d,\"total\":%llu,\"shared\":%u,\"shared_timer_entries\":%u,\"timers\":%u,\"threads\":[",

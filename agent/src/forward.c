@@ -116,7 +116,26 @@ static void count_ack(struct forwarder *f, const struct batch *b,
 	json_decref(doc);
 }
 
-/* 0 acknowledged, 1 no answer (retry), -1 refused. */
+/*
+ * 409 workload_busy: the copy is serving another request, such as a post
+ * of this very batch that a cut link delivered late. Not a refusal: the
+ * same batch again is either taken or answered as a duplicate.
+ */
+static bool target_busy(const struct http_result *res)
+{
+	json_t *doc;
+	bool busy;
+
+	if (res->status != 409 || !res->body)
+		return false;
+	doc = json_loads(res->body, 0, NULL);
+	busy = !strcmp(json_string_value(json_object_get(doc, "code")) ?: "",
+		       "workload_busy");
+	json_decref(doc);
+	return busy;
+}
+
+/* 0 acknowledged, 1 no answer, 2 busy (both: retry), -1 refused. */
 static int post_batch(struct forwarder *f, const struct batch *b,
 		      unsigned int timeout_ms, char *why, size_t len)
 {
@@ -133,7 +152,7 @@ static int post_batch(struct forwarder *f, const struct batch *b,
 		http_result_free(&res);
 		return 1;
 	}
-	ret = res.status >= 200 && res.status <= 299 ? 0 : -1;
+	ret = res.status >= 200 && res.status <= 299 ? 0 : target_busy(&res) ? 2 : -1;
 	if (ret)
 		snprintf(why, len, "answered %u: %.200s", res.status,
 			 res.body ? res.body : "");
@@ -440,16 +459,19 @@ static int replay_one(struct forwarder *f, struct api_error *err)
 {
 	struct spool_file *sp = &f->spool[0];
 	struct batch b = { .n = sp->n, .signals = sp->signals };
+	double deadline = clock_mono_s() + f->timeout_ms / 1e3;
 	char why[320];
 	int ret = read_spool(sp->path, &b);
 
 	if (ret)
 		return api_error_set(err, 500, "spool_unreadable", "%s: %s", sp->path,
 				     strerror(-ret));
-	ret = post_batch(f, &b, f->timeout_ms, why, sizeof(why));
+	while ((ret = post_batch(f, &b, f->timeout_ms, why, sizeof(why))) == 2 &&
+	       clock_mono_s() + FORWARD_RETRY_MS / 1e3 < deadline)
+		clock_sleep_ms(FORWARD_RETRY_MS);
 	free(b.image);
 	if (ret)
-		return api_error_set(err, 502, ret > 0 ? "target_unreachable" :
+		return api_error_set(err, 502, ret == 1 ? "target_unreachable" :
 				     "target_rejected", "batch %lu (%s) into %s on %s: %s",
 				     sp->n, sp->path, f->target_id, f->target_text, why);
 	unlink(sp->path);

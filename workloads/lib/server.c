@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@
 #include "util.h"
 
 #define REQUEST_TIMEOUT_MS	5000
-#define REQUEST_MAX		320	/* "REQUEUE " and a state-directory path */
+#define REQUEST_MAX		400	/* "REQUEUE ", a state-directory path, a tag */
+#define REQUEUE_TAG_MAX		80
 #define ACCEPT_POLL_MS		200	/* how soon sigmig_server_stop() is noticed */
 #define STATE_BIT(s)		(1u << (s))
 #define ANY_STATE		(~0u)
@@ -38,6 +40,12 @@ static struct {
 	int started;
 	_Atomic int stopping;
 	void (*commit_exit)(void);
+	/*
+	 * The tag of the last REQUEUE that succeeded, under the control lock:
+	 * the agent names each forwarded batch, and one that restarts learns
+	 * here whether the batch it was posting when it died went in.
+	 */
+	char requeue_tag[REQUEUE_TAG_MAX + 1];
 } srv = {
 	.listen_fd = -1,
 };
@@ -172,6 +180,9 @@ static void do_status(int fd, enum rt_state state, const char *arg)
 	o += status_threads(line + o, cap - o);
 	o += (size_t)snprintf(line + o, cap - o, "]");
 	o += status_restore(line + o, cap - o, &st);
+	if (srv.requeue_tag[0])
+		o += (size_t)snprintf(line + o, cap - o, ",\"requeue_tag\":\"%s\"",
+				      srv.requeue_tag);
 	snprintf(line + o, cap - o, "}\n");
 	write_all(fd, line, strlen(line));
 	free(line);
@@ -371,15 +382,43 @@ static void do_drain(int fd, enum rt_state state, const char *arg)
 	free(delta);
 }
 
-static void do_requeue(int fd, enum rt_state state, const char *path)
+/* A tag is kept and shown in STATUS as it is: nothing that needs escaping. */
+static bool requeue_tag_valid(const char *tag)
 {
+	size_t i, len = strlen(tag);
+
+	if (!len || len > REQUEUE_TAG_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (tag[i] <= ' ' || tag[i] > '~' || tag[i] == '"' || tag[i] == '\\')
+			return false;
+	return true;
+}
+
+static void keep_requeue_tag(const char *tag)
+{
+	if (tag)
+		snprintf(srv.requeue_tag, sizeof(srv.requeue_tag), "%s", tag);
+}
+
+/* "PATH [TAG]": the image file, and what the agent calls this requeue. */
+static void do_requeue(int fd, enum rt_state state, const char *arg)
+{
+	char err[300], path[REQUEST_MAX], *tag;
 	uint64_t n = 0, merged = 0, ns;
-	char err[300];
 	int ret;
 
+	snprintf(path, sizeof(path), "%s", arg);
+	tag = strchr(path, ' ');
+	if (tag)
+		*tag++ = '\0';
+	if (tag && !requeue_tag_valid(tag))
+		return reply_error(fd, "bad_request",
+				   "REQUEUE PATH [TAG]: TAG is 1-80 printable characters, no quote or backslash");
 	if (state == RT_HELD) {
 		if (sigmig_restore_requeue_delta(path, &n, &merged, err, sizeof(err)))
 			return reply_error(fd, "requeue_failed", err);
+		keep_requeue_tag(tag);
 		return reply_line(fd, "{\"ok\":true,\"requeued\":%llu,\"merged\":%llu}",
 				  (unsigned long long)n, (unsigned long long)merged);
 	}
@@ -391,6 +430,7 @@ static void do_requeue(int fd, enum rt_state state, const char *path)
 		thaw_process();
 	if (ret)
 		return reply_error(fd, "requeue_failed", err);
+	keep_requeue_tag(tag);
 	reply_line(fd, "{\"ok\":true,\"requeued\":%llu,\"merged\":%llu}",
 		   (unsigned long long)n, (unsigned long long)merged);
 }

@@ -5,6 +5,7 @@
  * the same number, so the target can tell a retry whose first answer was
  * lost from a new batch and takes each once.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <sigmig/image.h>
 
 #include "clock.h"
 #include "forward.h"
@@ -56,6 +59,8 @@ struct forwarder {
 	bool refused;
 	bool thaw_after_replay;
 	uint64_t drains, batches, forwarded, merged, spooled;
+	unsigned int lease_ms;
+	int64_t lease_end_ns;	/* CLOCK_REALTIME; 0 until the lease starts */
 	struct spool_file *spool;
 	size_t nspool;
 	struct httpc_conn conn;	/* to the target: one handshake for every batch */
@@ -82,7 +87,55 @@ struct forwarder *forwarder_new(struct workload *w, const struct migrate_request
 	snprintf(f->target_id, sizeof(f->target_id), "%s", target_id);
 	/* the original's pid: one migration of this workload, on this host */
 	snprintf(f->source, sizeof(f->source), "%s.%d", f->wid, (int)workload_pid(w));
+	f->lease_ms = req->forward_ms;
 	return f;
+}
+
+/* ---- the lease's record, for an agent that restarts during it ---- */
+
+static void lease_record_path(const char *wid, char *path, size_t len)
+{
+	snprintf(path, len, "%s/%s.forward", workloads_state_dir(), wid);
+}
+
+/*
+ * What a restarted agent needs to go on forwarding: the target (and the
+ * token for it: the state directory is root's, the file 0600), the
+ * numbering, the lease. The batches not acknowledged are the write-ahead
+ * files themselves.
+ */
+static void save_lease(const struct forwarder *f)
+{
+	char path[512], tmp[520];
+	json_t *o;
+	int fd, ret = -1;
+
+	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:i, s:I}",
+		      "target", f->target_text, "token", f->token,
+		      "timeout_ms", (int)f->timeout_ms, "target_id", f->target_id,
+		      "source", f->source, "made", (json_int_t)f->made,
+		      "lease_ms", (int)f->lease_ms,
+		      "lease_end_ns", (json_int_t)f->lease_end_ns);
+	lease_record_path(f->wid, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (o && fd >= 0)
+		ret = json_dumpfd(o, fd, JSON_COMPACT);
+	if (fd >= 0 && close(fd))
+		ret = -1;
+	json_decref(o);
+	if (ret || rename(tmp, path)) {
+		log_warn("forward %s: cannot record its lease in %s", f->wid, path);
+		unlink(tmp);
+	}
+}
+
+static void drop_lease(const struct forwarder *f)
+{
+	char path[512];
+
+	lease_record_path(f->wid, path, sizeof(path));
+	unlink(path);
 }
 
 static void forwarder_free(struct forwarder *f)
@@ -237,6 +290,7 @@ int forwarder_put(struct forwarder *f, struct ctl_reply *image, uint64_t signals
 	};
 	image->payload = NULL;
 	write_ahead(f, &out[f->nout++]);
+	save_lease(f);
 	return flush(f, budget_ms);
 }
 
@@ -265,6 +319,8 @@ void forwarder_lease(struct forwarder *f, unsigned int lease_ms, json_t *commit,
 	json_t *ended;
 	uint64_t n;
 
+	f->lease_end_ns = clock_realtime_ns() + (int64_t)lease_ms * 1000000;
+	save_lease(f);
 	while ((left = end - clock_mono_s()) > 0) {
 		clock_sleep_ms(min_ms((unsigned int)(left * 1e3) + 1, FORWARD_POLL_MS));
 		if (drain_once(f))
@@ -357,6 +413,7 @@ void forwarder_done(struct forwarder *f)
 	if (!f)
 		return;
 	f->w = NULL;
+	drop_lease(f);
 	if (!f->nspool) {
 		forwarder_free(f);
 		return;
@@ -513,4 +570,201 @@ int forward_replay(struct workload *w, json_t **result, struct api_error *err)
 				    "target_workload", resumed ? resumed : json_null());
 	forwarder_done(f);
 	return ret;
+}
+
+/* ---- a restarted agent takes over a lease ---- */
+
+static uint64_t image_signals(const struct batch *b)
+{
+	struct sigmig_image img;
+	uint64_t n = 0;
+	char why[128];
+	uint32_t i;
+
+	if (sigmig_image_decode(b->image, b->len, &img, why, sizeof(why)))
+		return 0;
+	for (i = 0; i < img.nthreads; i++)
+		n += img.threads[i].pending.count;
+	n += img.shared.count;
+	sigmig_image_free(&img);
+	return n;
+}
+
+static int by_batch(const void *a, const void *b)
+{
+	const struct batch *x = a, *y = b;
+
+	return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* The write-ahead files of @f still on disk: not acknowledged, in order. */
+static void load_unacked(struct forwarder *f)
+{
+	char prefix[32], path[512];
+	struct dirent *de;
+	struct batch b, *out;
+	unsigned long n;
+	DIR *d;
+	int len;
+
+	len = snprintf(prefix, sizeof(prefix), "%s-forward-", f->wid);
+	d = opendir(workloads_state_dir());
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+
+		if (strncmp(de->d_name, prefix, (size_t)len))
+			continue;
+		n = strtoul(de->d_name + len, &end, 10);
+		if (!n || strcmp(end, ".image"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", workloads_state_dir(), de->d_name);
+		memset(&b, 0, sizeof(b));
+		if (read_spool(path, &b))
+			continue;
+		out = realloc(f->out, (f->nout + 1) * sizeof(*out));
+		if (!out) {
+			free(b.image);
+			break;
+		}
+		f->out = out;
+		b.n = n;
+		b.signals = image_signals(&b);
+		snprintf(b.path, sizeof(b.path), "%s", path);
+		f->out[f->nout++] = b;
+		if (n > f->made)
+			f->made = n;
+	}
+	closedir(d);
+	qsort(f->out, f->nout, sizeof(*f->out), by_batch);
+}
+
+static struct forwarder *forwarder_from_record(json_t *o, struct workload *w)
+{
+	struct forwarder *f = calloc(1, sizeof(*f));
+	struct verror verr;
+	const char *target = json_string_value(json_object_get(o, "target"));
+	const char *token = json_string_value(json_object_get(o, "token"));
+	const char *target_id = json_string_value(json_object_get(o, "target_id"));
+	const char *source = json_string_value(json_object_get(o, "source"));
+
+	if (!f || !target || !token || !target_id || !source ||
+	    !workload_id_valid(target_id) || strlen(source) >= sizeof(f->source) ||
+	    strlen(token) >= sizeof(f->token) ||
+	    strlen(target) >= sizeof(f->target_text) ||
+	    parse_target_url(target, &f->target, &verr)) {
+		free(f);
+		return NULL;
+	}
+	f->w = w;
+	snprintf(f->wid, sizeof(f->wid), "%s", workload_id(w));
+	snprintf(f->target_text, sizeof(f->target_text), "%s", target);
+	snprintf(f->token, sizeof(f->token), "%s", token);
+	snprintf(f->target_id, sizeof(f->target_id), "%s", target_id);
+	snprintf(f->source, sizeof(f->source), "%s", source);
+	f->timeout_ms = (unsigned int)json_integer_value(json_object_get(o, "timeout_ms"));
+	f->made = (unsigned long)json_integer_value(json_object_get(o, "made"));
+	f->lease_ms = (unsigned int)json_integer_value(json_object_get(o, "lease_ms"));
+	f->lease_end_ns = json_integer_value(json_object_get(o, "lease_end_ns"));
+	return f;
+}
+
+/* What is left of the lease: all of it if it had not started. */
+static unsigned int lease_left_ms(const struct forwarder *f)
+{
+	int64_t left;
+
+	if (!f->lease_end_ns)
+		return f->lease_ms;
+	left = (f->lease_end_ns - clock_realtime_ns()) / 1000000;
+	return left > 0 ? (unsigned int)left : 0;
+}
+
+static void *resumed_lease(void *arg)
+{
+	struct forwarder *f = arg;
+	struct workload *w = f->w;
+	json_t *commit = json_object(), *window;
+	bool acked;
+
+	flush(f, min_ms(f->timeout_ms, FORWARD_ATTEMPT_MS));
+	forwarder_lease(f, lease_left_ms(f), commit, &acked);
+	workload_commit_settle(w, f->target_text, commit);
+	window = json_object_get(commit, "exit_window");
+	log_info("forward %s: the resumed lease is over: %llu signals forwarded in "
+		 "%llu batches, %llu spooled%s%s; exit window %lld:%lld", f->wid,
+		 (unsigned long long)f->forwarded, (unsigned long long)f->batches,
+		 (unsigned long long)f->spooled, f->nspool ? ", first spool file " : "",
+		 forwarder_first_spool(f),
+		 (long long)json_integer_value(json_object_get(window, "from_ns")),
+		 (long long)json_integer_value(json_object_get(window, "to_ns")));
+	json_decref(commit);
+	workload_end_op(w);
+	forwarder_done(f);
+	workload_put(w);
+	return NULL;
+}
+
+/* @wid's lease, from its record: 0 resumed, -1 not (the record goes). */
+static int resume_one(const char *wid, const char *path)
+{
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	struct workload *w = workload_find(wid);
+	struct forwarder *f = NULL;
+	struct api_error err;
+	pthread_t thread;
+
+	if (!o || !w || !workload_is_forwarding(w)) {
+		log_info("forward %s: its lease record is left from an ended lease: removed", wid);
+		goto fail;
+	}
+	f = forwarder_from_record(o, w);
+	if (!f) {
+		log_warn("forward %s: %s is not a lease record: removed", wid, path);
+		goto fail;
+	}
+	if (workload_begin_op(w, 0, &err))
+		goto fail;
+	load_unacked(f);
+	log_info("forward %s: its forwarder is still parked: the lease goes on for %u ms "
+		 "into %s on %s, %zu batches not acknowledged, the next is %lu", wid,
+		 lease_left_ms(f), f->target_id, f->target_text, f->nout, f->made + 1);
+	if (pthread_create(&thread, NULL, resumed_lease, f)) {
+		workload_end_op(w);
+		goto fail;
+	}
+	pthread_detach(thread);
+	json_decref(o);
+	return 0;
+fail:
+	if (f)
+		forwarder_free(f);
+	unlink(path);
+	json_decref(o);
+	workload_put(w);
+	return -1;
+}
+
+void forward_resume_adopted(void)
+{
+	char wid[16], path[512];
+	struct dirent *de;
+	size_t len;
+	DIR *d;
+
+	d = opendir(workloads_state_dir());
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		len = strlen(de->d_name);
+		if (len <= 8 || len - 8 >= sizeof(wid) ||
+		    strcmp(de->d_name + len - 8, ".forward"))
+			continue;
+		memcpy(wid, de->d_name, len - 8);
+		wid[len - 8] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", workloads_state_dir(), de->d_name);
+		resume_one(wid, path);
+	}
+	closedir(d);
 }

@@ -73,4 +73,11 @@ void forwarder_done(struct forwarder *f);
  */
 int forward_replay(struct workload *w, json_t **result, struct api_error *err);
 
+/*
+ * At start, after the workloads were adopted: every lease whose forwarder
+ * still runs (its agent died during the lease) goes on, in a thread of
+ * its own, from its record and its unacknowledged batches.
+ */
+void forward_resume_adopted(void);
+
 #endif

@@ -18,6 +18,7 @@
 #include <sigmig/image.h>
 
 #include "caps.h"
+#include "fault.h"
 #include "handlers.h"
 #include "image_json.h"
 #include "log.h"
@@ -425,46 +426,23 @@ static void count_requeued(struct workload *w)
 	json_decref(doc);
 }
 
-/* Armed by POST /v1/debug/fault {"point":"restore-before-reply"}. */
-static _Atomic int fault_restore_before_reply;
-
-static bool faults_enabled(void)
-{
-	const char *v = getenv("SIGMIG_AGENT_FAULTS");
-
-	return v && strcmp(v, "1") == 0;
-}
-
 void handle_debug_fault(struct request *req, struct reply *out)
 {
 	json_t *doc;
 	const char *point;
 
-	if (!faults_enabled()) {
+	if (!fault_injection_enabled()) {
 		reply_error(out, req, 404, "not_found",
 			    "fault injection is off (SIGMIG_AGENT_FAULTS=1 enables it)");
 		return;
 	}
 	doc = json_loadb(req->body, req->body_len, 0, NULL);
 	point = json_string_value(json_object_get(doc, "point"));
-	if (!point || strcmp(point, "restore-before-reply")) {
-		reply_error(out, req, 400, "invalid_field",
-			    "point: only \"restore-before-reply\" exists");
-	} else {
-		atomic_store(&fault_restore_before_reply, 1);
-		log_warn("fault armed: the next successful restore exits 86 before replying");
+	if (fault_arm(point))
 		reply_json(out, 200, json_pack("{s:s}", "armed", point));
-	}
+	else
+		reply_error(out, req, 400, "invalid_field", "point: %s", fault_names());
 	json_decref(doc);
-}
-
-/* The agent dies between the restore and its reply, as a crash would. */
-static void maybe_die_before_reply(void)
-{
-	if (!atomic_exchange(&fault_restore_before_reply, 0))
-		return;
-	log_warn("fault restore-before-reply: exiting 86 instead of replying");
-	_exit(86);
 }
 
 static void do_restore(struct request *req, struct reply *out,
@@ -479,7 +457,7 @@ static void do_restore(struct request *req, struct reply *out,
 		reply_problem(out, &err, req);
 		return;
 	}
-	maybe_die_before_reply();
+	fault_hit(FAULT_RESTORE_BEFORE_REPLY, "a restore succeeded, not answered");
 	metrics_restore("restored");
 	count_requeued(w);
 	reply_created(out, w);
@@ -559,11 +537,14 @@ void handle_requeue(struct request *req, struct reply *out)
 		goto out;
 	}
 	if (workload_requeue(w, (uint8_t *)req->body, req->body_len, q.source,
-			     q.batch, &result, &err))
+			     q.batch, &result, &err)) {
 		reply_problem(out, &err, req);
-	else
+	} else {
+		if (q.batch >= 2 && !json_is_true(json_object_get(result, "duplicate")))
+			fault_hit(FAULT_BATCH_BEFORE_REPLY, "a forwarded batch taken, not answered");
 		reply_json(out, 200, json_pack("{s:o, s:o}", "result", result,
 					       "workload", workload_to_json(w, true)));
+	}
 	workload_end_op(w);
 out:
 	workload_put(w);

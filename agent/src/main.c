@@ -17,6 +17,7 @@
 
 #include "caps.h"
 #include "config.h"
+#include "forward.h"
 #include "httpc.h"
 #include "log.h"
 #include "server.h"
@@ -75,7 +76,14 @@ int main(int argc, char **argv)
 		config_free(&config);
 		return 1;
 	}
-	if (workloads_init(&config) || server_start()) {
+	if (workloads_init(&config)) {
+		httpc_cleanup();
+		config_free(&config);
+		return 1;
+	}
+	/* before the API: a lease must not meet a request that ends the forwarder */
+	forward_resume_adopted();
+	if (server_start()) {
 		httpc_cleanup();
 		config_free(&config);
 		return 1;

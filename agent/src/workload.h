@@ -117,6 +117,11 @@ int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
 int workload_spool(struct workload *w, const char *what, const uint8_t *data,
 		   size_t len, char *path, size_t pathlen, struct api_error *err);
 
+/* The agent's --state-dir. */
+const char *workloads_state_dir(void);
+/* Its runtime says it is a forwarder (FORWARD, lease not over). */
+bool workload_is_forwarding(struct workload *w);
+
 /* Path of a state file of @w ("ledger" or "log"); NULL if it has none. */
 const char *workload_file(const struct workload *w, const char *which);
 

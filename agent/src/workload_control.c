@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fault.h"
 #include "log.h"
 #include "workload_internal.h"
 
@@ -90,6 +91,7 @@ static int set_frozen(struct workload *w, bool frozen)
 	if (!frozen)
 		w->held = false;
 	wl_unlock();
+	wl_record_save(w);
 	return 0;
 }
 
@@ -234,6 +236,21 @@ void workload_commit_settle(struct workload *w, const char *target, json_t *resu
 	w->frozen = false;
 	snprintf(w->migrated_to, sizeof(w->migrated_to), "%s", target);
 	wl_unlock();
+	wl_record_save(w);
+}
+
+bool workload_is_forwarding(struct workload *w)
+{
+	struct ctl_reply reply;
+	const char *state;
+	bool yes;
+
+	if (!w->control || wl_is_exited(w) || ctl_request(w->sock, "STATUS", 2000, &reply))
+		return false;
+	state = wl_reply_state(&reply);
+	yes = state && !strcmp(state, "forwarding");
+	ctl_reply_free(&reply);
+	return yes;
 }
 
 int workload_spool(struct workload *w, const char *what, const uint8_t *data,
@@ -277,13 +294,15 @@ static void took_batch(struct workload *w, const char *source, unsigned long bat
 	snprintf(w->requeue_source, sizeof(w->requeue_source), "%s", source);
 	w->requeue_batch = batch;
 	wl_unlock();
+	/* before the answer: a restarted agent must not take it again */
+	wl_record_save(w);
 }
 
 int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
 		     const char *source, unsigned long batch,
 		     json_t **result, struct api_error *err)
 {
-	char verb[STATE_PATH_MAX + 16], path[STATE_PATH_MAX];
+	char verb[STATE_PATH_MAX + 100], path[STATE_PATH_MAX];
 	struct ctl_reply reply;
 	int ret;
 
@@ -298,7 +317,11 @@ int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
 	snprintf(path, sizeof(path), "%s/%s-delta.image", wl_config()->state_dir, w->id);
 	if (wl_write_file(path, delta, len, err))
 		return -1;
-	snprintf(verb, sizeof(verb), "REQUEUE %s", path);
+	/* the runtime keeps the tag: a restarted agent asks it (workload_record.c) */
+	if (source && source[0])
+		snprintf(verb, sizeof(verb), "REQUEUE %s %s:%lu", path, source, batch);
+	else
+		snprintf(verb, sizeof(verb), "REQUEUE %s", path);
 	ret = workload_ctl(w, verb, CTL_TIMEOUT_MS * 6, &reply, err);
 	unlink(path);
 	if (ret) {
@@ -308,6 +331,8 @@ int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
 		}
 		return -1;
 	}
+	if (source && source[0])
+		fault_hit(FAULT_BATCH_BEFORE_RECORD, "a forwarded batch requeued, not recorded");
 	took_batch(w, source, batch);
 	*result = json_pack("{s:I, s:I, s:b}", "requeued",
 			    json_integer_value(json_object_get(reply.json, "requeued")),

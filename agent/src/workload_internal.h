@@ -7,6 +7,7 @@
  *   workload_ops.c      one state-changing operation at a time
  *   workload_control.c  the control verbs (freeze, thaw, commit, snapshot)
  *   workload_json.c     what the API shows of a workload
+ *   workload_record.c   its record in the state directory; adoption
  * The table lock protects the table and every field of a workload that
  * changes after it is published (exited, wait_status, frozen, held,
  * restored, committed, migrated_to, restore_info, refs); the rest is
@@ -34,7 +35,11 @@ struct workload {
 	struct workload_args args;
 	bool control;
 	pid_t pid;
+	unsigned long long start_time;	/* /proc/PID/stat's: tells a reused pid */
+	bool adopted;		/* from the record of an earlier agent: not our child */
+	int pidfd;		/* adopted: readable once it has exited */
 	bool exited;
+	bool exit_known;	/* wait_status is real: not for an adopted one */
 	int wait_status;
 	int64_t exited_ns;	/* CLOCK_REALTIME when the reaper saw the exit */
 	bool frozen;		/* as last set through the agent */
@@ -70,6 +75,10 @@ int wl_publish(struct workload *w,
 	       int (*spawn)(struct workload *w, void *arg, struct api_error *err),
 	       void *arg, struct api_error *err);
 void wl_remove(struct workload *w);
+/* Puts an adopted @w (id set) in the table with its state paths. */
+int wl_insert(struct workload *w);
+/* @known: @status is from waitpid(). */
+void wl_mark_exited(struct workload *w, int status, bool known);
 /* A referenced workload of slot @i (workload_put), or NULL. */
 struct workload *wl_get_slot(unsigned int i);
 bool wl_is_exited(struct workload *w);
@@ -78,6 +87,14 @@ bool wl_is_held(struct workload *w);
 bool wl_wait_exit(struct workload *w, unsigned int ms);
 void wl_kill_group(struct workload *w, int sig);
 void wl_stop_reaper(void);
+
+/* workload_record.c */
+/* @w's record in the state directory, as it is now (written whole). */
+void wl_record_save(struct workload *w);
+void wl_record_drop(const struct workload *w);
+void wl_record_start_time(struct workload *w);
+/* At start: every recorded workload still running into the table. */
+void wl_adopt_recorded(void);
 
 /* workload_restore.c */
 /* @len bytes to a new file @path (mode 0600); an API error on failure. */

@@ -28,6 +28,8 @@ static json_t *exit_json(const struct workload *w)
 {
 	if (!w->exited)
 		return json_null();
+	if (!w->exit_known)
+		return json_pack("{s:n, s:n}", "code", "signal");
 	if (WIFSIGNALED(w->wait_status))
 		return json_pack("{s:n, s:i}", "code", "signal",
 				 WTERMSIG(w->wait_status));
@@ -61,6 +63,8 @@ static json_t *snapshot_json(struct workload *w)
 		json_object_set(o, "restore", w->restore_info);
 	if (w->held)
 		json_object_set_new(o, "held", json_true());
+	if (w->adopted)
+		json_object_set_new(o, "adopted", json_true());
 	if (w->committed)
 		json_object_set_new(o, "migrated_to", json_string(w->migrated_to));
 	return o;

@@ -90,6 +90,7 @@ static int poll_restore(struct workload *w, struct api_error *err)
 		w->restore_info = json_incref(json_object_get(reply.json,
 							      "restore"));
 		wl_unlock();
+		wl_record_save(w);
 		ret = 0;
 	} else if (state && strcmp(state, "running") == 0) {
 		wl_lock();
@@ -97,6 +98,7 @@ static int poll_restore(struct workload *w, struct api_error *err)
 		w->restore_info = json_incref(json_object_get(reply.json,
 							      "restore"));
 		wl_unlock();
+		wl_record_save(w);
 		ret = 0;
 	} else if (state && strcmp(state, "failed") == 0) {
 		ret = restore_failed(w, &reply, err);

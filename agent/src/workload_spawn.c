@@ -114,6 +114,7 @@ int wl_spawn(struct workload *w, void *args, struct api_error *err)
 		return api_error_set(err, 500, "spawn_failed", "%s: %s",
 				     w->program, strerror(ret));
 	clock_gettime(CLOCK_REALTIME, &w->started);
+	wl_record_start_time(w);
 	log_info("workload %s: started %s (pid %d)%s", w->id, w->program,
 		 w->pid, a->image_tmp ? " to restore an image" : "");
 	return 0;

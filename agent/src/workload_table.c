@@ -5,7 +5,8 @@
  *
  * Children are reaped by one thread calling waitpid(-1): spawning and
  * publishing happen under the table lock, so an exit is never reaped
- * before its workload can be found.
+ * before its workload can be found. Workloads adopted from an earlier
+ * agent's records are not children: workload_record.c watches them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +54,11 @@ const struct agent_config *wl_config(void)
 	return table.cfg;
 }
 
+const char *workloads_state_dir(void)
+{
+	return table.cfg->state_dir;
+}
+
 /* ---- the reaper ---- */
 
 /* Called with table.lock held. */
@@ -61,9 +67,28 @@ static struct workload *find_by_pid(pid_t pid)
 	unsigned int i;
 
 	for (i = 0; i < table.cfg->max_workloads; i++)
-		if (table.slots[i] && table.slots[i]->pid == pid)
+		if (table.slots[i] && table.slots[i]->pid == pid &&
+		    !table.slots[i]->adopted)
 			return table.slots[i];
 	return NULL;
+}
+
+/* Called with table.lock held. */
+static void mark_exited(struct workload *w, int status, bool known)
+{
+	if (w->exited)
+		return;
+	w->exited = true;
+	w->exit_known = known;
+	w->wait_status = status;
+	w->exited_ns = clock_realtime_ns();
+	if (!known)
+		log_info("workload %s (pid %d) ended (adopted: no exit status)",
+			 w->id, w->pid);
+	else
+		log_info("workload %s (pid %d) %s %d", w->id, w->pid,
+			 WIFSIGNALED(status) ? "killed by signal" : "exited with",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
 static void record_exit(pid_t pid, int status)
@@ -72,14 +97,16 @@ static void record_exit(pid_t pid, int status)
 
 	wl_lock();
 	w = find_by_pid(pid);
-	if (w && !w->exited) {
-		w->exited = true;
-		w->wait_status = status;
-		w->exited_ns = clock_realtime_ns();
-		log_info("workload %s (pid %d) %s %d", w->id, pid,
-			 WIFSIGNALED(status) ? "killed by signal" : "exited with",
-			 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-	}
+	if (w && !w->adopted)
+		mark_exited(w, status, true);
+	pthread_cond_broadcast(&table.changed);
+	wl_unlock();
+}
+
+void wl_mark_exited(struct workload *w, int status, bool known)
+{
+	wl_lock();
+	mark_exited(w, status, known);
 	pthread_cond_broadcast(&table.changed);
 	wl_unlock();
 }
@@ -175,6 +202,7 @@ int workloads_init(const struct agent_config *cfg)
 		return -1;
 	}
 	pthread_detach(table.reaper);
+	wl_adopt_recorded();
 	return 0;
 }
 
@@ -302,7 +330,29 @@ int wl_publish(struct workload *w,
 		table.slots[slot] = w;
 	}
 	wl_unlock();
+	if (!ret)
+		wl_record_save(w);
 	return ret;
+}
+
+int wl_insert(struct workload *w)
+{
+	unsigned int slot;
+
+	wl_lock();
+	slot = free_slot();
+	if (slot != UINT_MAX) {
+		set_state_paths(w);
+		w->in_table = true;
+		w->refs++;
+		table.slots[slot] = w;
+		if (workload_id_number(w->id) >= table.next_id)
+			table.next_id = workload_id_number(w->id) + 1;
+	}
+	wl_unlock();
+	if (slot == UINT_MAX)
+		log_error("workload %s: no free slot to adopt it (--max-workloads)", w->id);
+	return slot == UINT_MAX ? -1 : 0;
 }
 
 void wl_remove(struct workload *w)
@@ -319,8 +369,10 @@ void wl_remove(struct workload *w)
 		}
 	}
 	wl_unlock();
-	if (drop)
-		workload_put(w);
+	if (!drop)
+		return;
+	wl_record_drop(w);
+	workload_put(w);
 }
 
 void workloads_count(unsigned int *running, unsigned int *exited)

@@ -13,7 +13,11 @@
 #   reply-lost    B restores (held frozen, ?hold=1) but its confirmation never
 #                 reaches A: A thaws the original, B's copy never resumes
 #   agent-killed  B's agent dies after its held restore, before it replies
-#                 (agent fault hook POST /v1/debug/fault, sigmig.faults=1)
+#                 (agent fault hook POST /v1/debug/fault, sigmig.faults=1);
+#                 restarted, it adopts the held copy
+#   forward-b-killed  B's agent dies after taking a forwarded batch, before
+#                 it replies; restarted, it adopts the copy with the
+#                 numbers of the batches it took: the retry is a duplicate
 #   b-crash       guest B dies (QEMU killed) once the image has crossed the
 #                 link, before it can confirm: a host crash at the worst moment
 #   stock-b       B runs a kernel without the interface (unpatched 6.1)
@@ -81,6 +85,16 @@ start_case b-crash -- --signals "$SIGNALS" --expect rollback --fault "guest B ki
 	--migrate-timeout-ms "$TIMEOUT_MS" \
 	--before-migrate "$HOOK" link drop-reply-after ab "$REPLIES_DROPPED_AFTER" ';' --during-migrate "$HOOK" kill-b-after-image ';'
 
+# B's agent _exit(86)s once it has taken forwarded batch 2 or a later one,
+# before answering; /init starts it again a second later. A posts the same
+# batch again (within the lease, or from its spool by replay): the copy,
+# adopted by the new agent with the batch numbers it took, must answer it
+# as a duplicate and take the rest, once each.
+start_case forward-b-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --live-senders 300 \
+	--live-seconds 90 --forward-ms 4000 --migrate-timeout-ms "$TIMEOUT_MS" \
+	--fault "B's agent killed after taking a forwarded batch, before answering" \
+	--before-migrate "$HOOK" agent-fault batch-before-reply ';'
+
 # The original forwards what keeps reaching it after the cutover; the link
 # is cut as it starts forwarding. What B cannot take stays in A's spool;
 # with the link back, POST /v1/workloads/{id}/replay on A (migrate.sh does
@@ -114,8 +128,27 @@ rollback_checks "B's confirmation lost"
 result '.migrate.detail' | grep -q 'receive timed out'
 tap $? "B's confirmation lost: A sent the whole image, then timed out waiting ($(result '.migrate.detail' | head -c 90))"
 
+# b_console CASE PATTERN: guest B's console (its agent's log) has PATTERN
+b_console() {
+	grep -q -- "$2" "$REPO/build/logs/$SUITE-$1-b.console.log" 2>/dev/null
+}
+
 use_case agent-killed
 rollback_checks "B's agent killed before confirming"
+b_console agent-killed "adopted from its record, held"
+tap $? "agent-killed: B's restarted agent adopted the held copy (it can be thawed or ended through the API)"
+
+use_case forward-b-killed
+[ "$CASE_RC" = 0 ] && [ "$(result '.migrate_status')" = 200 ]
+tap $? "forward-b-killed: the move completes (migrate.sh rc=$CASE_RC)"
+b_console forward-b-killed "fault batch-before-reply: .*exiting 86"
+tap $? "forward-b-killed: B's agent died after taking a forwarded batch, before answering"
+b_console forward-b-killed "adopted from its record"
+tap $? "forward-b-killed: B's restarted agent adopted the copy"
+b_console forward-b-killed "batch [0-9]* of .* taken last"
+tap $? "forward-b-killed: with the number of the last batch it took ($(grep -o 'batch [0-9]* of [^ ]* taken last' \
+	"$REPO/build/logs/$SUITE-forward-b-killed-b.console.log" 2>/dev/null | head -1))"
+check_verdict "B's agent killed while the original forwarded"
 
 use_case b-crash
 grep -q 'killed guest B once the image had crossed the link' "$REPO/build/suites/$SUITE/b-crash/stderr" 2>/dev/null

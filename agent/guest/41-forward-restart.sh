@@ -1,0 +1,120 @@
+#!/bin/sh
+# The source's agent dies during the forwarding lease and is started again:
+# it adopts the parked forwarder and goes on with the lease from its record
+# (target, numbering, the batches not acknowledged), then ends it, so that a
+# sender that keeps sending to the old pid through all of it loses nothing.
+# Two agents in one guest (A and B on loopback), one migration A -> B.
+# shellcheck disable=SC2016 # the single-quoted jq programs use jq's $variables
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+AGENT_BIN=${AGENT_BIN:-/sigmig/bin/sigmig-agent}
+BIN_DIR=${BIN_DIR:-/sigmig/bin}
+PORT=${PORT:-18185}
+PORT_B=$((PORT + 1))
+LEASE_MS=8000
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+STATE_DIR=${STATE_DIR:-$WORK/state}
+STATE_B=$WORK/state-b
+B_PID="" MIG_PID=""
+cleanup_two() {
+	[ -z "$MIG_PID" ] || kill "$MIG_PID" 2>/dev/null || true
+	if [ -n "$B_PID" ]; then
+		kill -TERM "$B_PID" 2>/dev/null || true
+		wait "$B_PID" 2>/dev/null || true
+	fi
+	for sock in "$STATE_B"/w*.sock; do
+		[ -e "$sock" ] || continue
+		pkill_by_sock "$sock"
+	done
+	cleanup
+}
+trap cleanup_two EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for tool in curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend" "$BIN_DIR/sigledger"; do
+	command -v "$tool" >/dev/null || { echo "not ok 1 - missing $tool"; exit 1; }
+done
+
+bcurl() {	# METHOD PATH [curl args...]: B's reply body on stdout
+	m=$1 p=$2
+	shift 2
+	curl -s -m 30 -X "$m" -H "Authorization: Bearer $TOKEN" "$@" "http://127.0.0.1:$PORT_B$p"
+}
+
+start_agent --log-level info ||
+	{ echo "not ok 1 - agent A did not come up"; cat "$WORK/agent.log"; exit 1; }
+req GET /v1/capabilities
+if [ "$(jqb .migration)" != true ]; then
+	echo "ok 1 - # SKIP the kernel lacks the interface: no migration"
+	finish
+	exit 0
+fi
+mkdir -p "$STATE_B"
+"$AGENT_BIN" --listen "127.0.0.1:$PORT_B" --token "$TOKEN" --bin-dir "$BIN_DIR" \
+	--state-dir "$STATE_B" --log-level info 2>>"$WORK/agent-b.log" &
+B_PID=$!
+check "agents A ($BASE) and B (port $PORT_B) answer" wait_for 20 sh -c "curl -fs -m 2 -o /dev/null http://127.0.0.1:$PORT_B/v1/health"
+
+areq POST /v1/workloads --json '{"program":"sigstorm","args":["--threads","2","--no-local","--timers","0"]}'
+expect "sigstorm started on A" 201
+W=$(jqb .id)
+PID=$(jqb .pid)
+note_pid "$W" "$PID"
+areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/proc/self/fd/1\",\"--rate\",\"400\",\"--seconds\",\"90\",\"--linger-ms\",\"1000\",\"--std-percent\",\"20\",\"--seed\",\"11\",\"--id\",\"7\"]}"
+expect "a sender that keeps sending to it (400/s, all kinds, 20% standard)" 201
+S=$(jqb .id)
+note_pid "$S" "$(jqb .pid)"
+sleep 1
+
+body=$(jq -cn --arg t "http://127.0.0.1:$PORT_B" --arg k "$TOKEN" --argjson f "$LEASE_MS" \
+	'{target: $t, token: $k, forward_ms: $f}')
+curl -s -m 120 -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+	-d "$body" -o "$WORK/migrate.json" "$BASE/v1/workloads/$W/migrate" &
+MIG_PID=$!
+check "the original became a forwarder (the move's cutover is over)" wait_for 60 state_is "$W" forwarding
+sleep 2
+kill -KILL "$AGENT_PID"
+wait "$AGENT_PID" 2>/dev/null || true
+AGENT_PID=""
+wait "$MIG_PID" 2>/dev/null || true
+MIG_PID=""
+check "A's agent was killed during the lease: the migrate request got no answer" test ! -s "$WORK/migrate.json"
+sleep 1
+if start_agent --log-level info; then
+	ok "A's agent starts again on the same state directory"
+else
+	not_ok "A's agent does not come back"
+	exit 1
+fi
+check "it adopted the forwarder and goes on with its lease" \
+	grep -q "forward $W: its forwarder is still parked: the lease goes on" "$WORK/agent.log"
+check "the lease ends: the original is migrated" wait_for 30 state_is "$W" migrated
+check "the resumed lease reports what it forwarded" grep -q "forward $W: the resumed lease is over" "$WORK/agent.log"
+check "the sender stops a second after the old pid is gone (ESRCH)" wait_for 60 state_is "$S" exited
+grep "forward $W: " "$WORK/agent.log" | sed 's/^/# /'
+
+R=$(bcurl GET /v1/workloads | jq -r '[.workloads[] | select(.restored)][0].id // empty')
+check "B runs the copy ($R)" test -n "$R"
+# The copy delivers what is pending; frozen, its ledger is final.
+sent_pending() {
+	bcurl POST "/v1/workloads/$R/freeze" >/dev/null
+	n=$(bcurl GET "/v1/workloads/$R/signals?limit=100000" | jq '[(.threads[].pending.signals[]), .shared.signals[]]
+		| map(select(.code_name == "SI_USER" or .code_name == "SI_QUEUE" or .code_name == "SI_TKILL")) | length')
+	[ "$n" = 0 ] && return 0
+	bcurl POST "/v1/workloads/$R/thaw" >/dev/null
+	sleep 1
+	return 1
+}
+check "the copy consumed every signal sent to it" wait_for 60 sent_pending
+window=$(sed -n "s/.*forward $W: the resumed lease is over.*exit window \([0-9]*:[0-9]*\).*/\1/p" "$WORK/agent.log" | head -1)
+if sigledger --log "$STATE_DIR/$S.log" --ledger "$STATE_DIR/$W.ledger" --ledger "$STATE_B/$R.ledger" \
+	--exit-window "$PID:$window" --json >"$WORK/verdict.json" 2>"$WORK/verdict.err" &&
+	jq -e '.sent >= 1000 and .delivered > 0' "$WORK/verdict.json" >/dev/null; then
+	ok "sigledger: $(jq -c '{sent, delivered, lost, duplicated, mismatched, exit_window}' "$WORK/verdict.json")"
+else
+	not_ok "sigledger: $(jq -c '{sent, delivered, lost, duplicated, mismatched, verdict}' "$WORK/verdict.json" 2>/dev/null) $(head -c 300 "$WORK/verdict.err")"
+fi
+bcurl DELETE "/v1/workloads/$R" >/dev/null
+finish

@@ -48,16 +48,7 @@ W=$(jqb .id)
 PID=$(jqb .pid)
 note_pid "$W" "$PID"
 sleep 1
-areq POST "/v1/workloads/$W/freeze"
-expect "freeze it" 200
-areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"300\",\"--seed\",\"5\",\"--kinds\",\"sigqueue,tgsigqueue\"]}"
-expect "sigsend queues signals into it" 201
-S=$(jqb .id)
-note_pid "$S" "$(jqb .pid)"
-check "sigsend finishes" wait_for 120 state_is "$S" exited
-areq POST "/v1/workloads/$W/checkpoint"
-expect "checkpoint" 200
-cp "$BODY" "$WORK/image"
+checkpoint_with_signals "$W" "$PID" 300 5
 "$CTL" --inspect "$WORK/image" >"$WORK/image.json"
 check "the checkpoint has thread, shared and timer records ($(jq -c '{shared, timers, threads: [.threads[].pending]}' "$WORK/image.json"))" \
 	jq -e '.valid and .shared > 0 and .timers > 0 and (.threads | length) == 3 and ([.threads[].pending] | add) > 0' "$WORK/image.json"

@@ -71,7 +71,7 @@ note_pid "$W" "$PID"
 # (paused) to send it signals.
 sleep 600 &
 STRANGER=$!
-areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$STRANGER\",\"--log\",\"/dev/stdout\",\"--paused\"]}"
+areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$STRANGER\",\"--log\",\"/proc/self/fd/1\",\"--paused\"]}"
 expect "a program without the runtime started" 201
 P=$(jqb .id)
 PPID_PLAIN=$(jqb .pid)
@@ -131,16 +131,7 @@ if [ "$IFACE" != true ]; then
 fi
 
 # ---------------------------------------------------------------- a copy's batches
-areq POST "/v1/workloads/$W/freeze"
-expect "freeze $W again" 200
-areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/dev/stdout\",\"--count\",\"200\",\"--seed\",\"9\",\"--kinds\",\"sigqueue,tgsigqueue\"]}"
-expect "sigsend queues signals into it" 201
-S=$(jqb .id)
-note_pid "$S" "$(jqb .pid)"
-check "sigsend finishes" wait_for 120 state_is "$S" exited
-areq POST "/v1/workloads/$W/checkpoint"
-expect "checkpoint" 200
-cp "$BODY" "$WORK/image"
+checkpoint_with_signals "$W" "$PID" 200 9
 areq DELETE "/v1/workloads/$W"
 expect "DELETE the original" 200
 

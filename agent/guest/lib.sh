@@ -235,3 +235,18 @@ pkill_by_sock() {	# the pid recorded for a workload's socket in our notes
 note_pid() {	# ID PID: remembered for cleanup
 	echo "$2" >"$WORK/pid-$1"
 }
+
+# Freezes workload ID (pid PID), has sigsend queue COUNT real-time signals
+# into it (seed SEED) and writes its checkpoint to $WORK/image.
+checkpoint_with_signals() {	# ID PID COUNT SEED
+	areq POST "/v1/workloads/$1/freeze"
+	expect "freeze $1" 200
+	areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$2\",\"--log\",\"/proc/self/fd/1\",\"--count\",\"$3\",\"--seed\",\"$4\",\"--kinds\",\"sigqueue,tgsigqueue\"]}"
+	expect "sigsend queues $3 signals into it" 201
+	c_sender=$(jqb .id)
+	note_pid "$c_sender" "$(jqb .pid)"
+	check "sigsend finishes" wait_for 120 state_is "$c_sender" exited
+	areq POST "/v1/workloads/$1/checkpoint"
+	expect "checkpoint" 200
+	cp "$BODY" "$WORK/image"
+}

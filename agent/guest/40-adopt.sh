@@ -79,6 +79,7 @@ note_pid "$P" "$PPID_PLAIN"
 areq POST "/v1/workloads/$W/freeze"
 expect "freeze $W" 200
 check "its record is in the state directory" test -s "$STATE_DIR/$W.record"
+check "readable by the agent's user only" test "$(stat -c %a "$STATE_DIR/$W.record")" = 600
 
 # Records that must not be adopted: not JSON; a pid that now names another
 # process (its start time differs); a process that is gone.

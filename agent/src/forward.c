@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "forward.h"
 #include "httpc.h"
+#include "json_file.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -106,9 +107,8 @@ static void lease_record_path(const char *wid, char *path, size_t len)
  */
 static void save_lease(const struct forwarder *f)
 {
-	char path[512], tmp[520];
+	char path[512];
 	json_t *o;
-	int fd, ret = -1;
 
 	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:i, s:I}",
 		      "target", f->target_text, "token", f->token,
@@ -117,17 +117,9 @@ static void save_lease(const struct forwarder *f)
 		      "lease_ms", (int)f->lease_ms,
 		      "lease_end_ns", (json_int_t)f->lease_end_ns);
 	lease_record_path(f->wid, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (o && fd >= 0)
-		ret = json_dumpfd(o, fd, JSON_COMPACT);
-	if (fd >= 0 && close(fd))
-		ret = -1;
-	json_decref(o);
-	if (ret || rename(tmp, path)) {
+	if (!o || json_file_replace(path, o))
 		log_warn("forward %s: cannot record its lease in %s", f->wid, path);
-		unlink(tmp);
-	}
+	json_decref(o);
 }
 
 static void drop_lease(const struct forwarder *f)

@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "json_file.h"
 #include "log.h"
 #include "workload_internal.h"
 
@@ -91,9 +92,8 @@ static json_t *record_json(const struct workload *w)
 
 void wl_record_save(struct workload *w)
 {
-	char path[STATE_PATH_MAX + 16], tmp[STATE_PATH_MAX + 24];
+	char path[STATE_PATH_MAX + 16];
 	json_t *o;
-	int ret;
 
 	wl_lock();
 	o = w->in_table ? record_json(w) : NULL;
@@ -101,15 +101,10 @@ void wl_record_save(struct workload *w)
 	if (!o)
 		return;
 	record_path(w->id, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	ret = json_dump_file(o, tmp, JSON_COMPACT);
-	json_decref(o);
-	/* written whole, then renamed: an agent killed meanwhile leaves the old one */
-	if (ret || rename(tmp, path)) {
+	if (json_file_replace(path, o))
 		log_warn("%s: cannot write its record %s: %s", w->id, path,
 			 strerror(errno));
-		unlink(tmp);
-	}
+	json_decref(o);
 }
 
 void wl_record_drop(const struct workload *w)

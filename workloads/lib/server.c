@@ -368,22 +368,8 @@ static void do_forward(int fd, enum rt_state state, const char *arg)
 	free(delta);
 }
 
-static void do_drain(int fd, enum rt_state state, const char *arg)
-{
-	struct delta_counts n = { 0 };
-	uint8_t *delta = NULL;
-	size_t len = 0;
-	char err[300];
-
-	(void)arg;
-	if (arrivals(state, &delta, &len, &n, err, sizeof(err)))
-		return reply_error(fd, "dump_failed", err);
-	commit_reply(fd, delta, len, &n);
-	free(delta);
-}
-
 /* A tag is kept and shown in STATUS as it is: nothing that needs escaping. */
-static bool requeue_tag_valid(const char *tag)
+static bool tag_valid(const char *tag)
 {
 	size_t i, len = strlen(tag);
 
@@ -393,6 +379,54 @@ static bool requeue_tag_valid(const char *tag)
 		if (tag[i] <= ' ' || tag[i] > '~' || tag[i] == '"' || tag[i] == '\\')
 			return false;
 	return true;
+}
+
+/*
+ * The last non-empty DRAIN that named itself (DRAIN TAG), under the control
+ * lock. The read position moves when DRAIN answers; an agent that died
+ * before it had stored that answer asks again under the same TAG and gets
+ * the same records, not the next ones.
+ */
+static struct {
+	char tag[REQUEUE_TAG_MAX + 1];
+	uint8_t *image;
+	size_t len;
+	struct delta_counts n;
+} last_drain;
+
+static void keep_drain(const char *tag, uint8_t *delta, size_t len,
+		       const struct delta_counts *n)
+{
+	free(last_drain.image);
+	memset(&last_drain, 0, sizeof(last_drain));
+	if (!tag || !delta || !n->carried) {
+		free(delta);
+		return;
+	}
+	snprintf(last_drain.tag, sizeof(last_drain.tag), "%s", tag);
+	last_drain.image = delta;
+	last_drain.len = len;
+	last_drain.n = *n;
+}
+
+/* "DRAIN [TAG]" */
+static void do_drain(int fd, enum rt_state state, const char *arg)
+{
+	struct delta_counts n = { 0 };
+	const char *tag = arg && *arg ? arg : NULL;
+	uint8_t *delta = NULL;
+	size_t len = 0;
+	char err[300];
+
+	if (tag && !tag_valid(tag))
+		return reply_error(fd, "bad_request",
+				   "DRAIN [TAG]: TAG is 1-80 printable characters, no space, quote or backslash");
+	if (tag && last_drain.image && !strcmp(tag, last_drain.tag))
+		return commit_reply(fd, last_drain.image, last_drain.len, &last_drain.n);
+	if (arrivals(state, &delta, &len, &n, err, sizeof(err)))
+		return reply_error(fd, "dump_failed", err);
+	commit_reply(fd, delta, len, &n);
+	keep_drain(tag, delta, len, &n);
 }
 
 static void keep_requeue_tag(const char *tag)
@@ -412,7 +446,7 @@ static void do_requeue(int fd, enum rt_state state, const char *arg)
 	tag = strchr(path, ' ');
 	if (tag)
 		*tag++ = '\0';
-	if (tag && !requeue_tag_valid(tag))
+	if (tag && !tag_valid(tag))
 		return reply_error(fd, "bad_request",
 				   "REQUEUE PATH [TAG]: TAG is 1-80 printable characters, no quote or backslash");
 	if (state == RT_HELD) {
@@ -435,12 +469,14 @@ static void do_requeue(int fd, enum rt_state state, const char *arg)
 		   (unsigned long long)n, (unsigned long long)merged);
 }
 
+enum { VERB_ARG_NONE, VERB_ARG_NEEDED, VERB_ARG_OPTIONAL };
+
 static const struct verb {
 	const char *name;
 	unsigned int states;	/* STATE_BIT()s it is valid in */
 	const char *needs;	/* the wrong_state message otherwise */
 	void (*run)(int fd, enum rt_state state, const char *arg);
-	int arg;		/* takes one argument: "VERB ARG" */
+	int arg;		/* VERB_ARG_*: "VERB ARG" */
 } verbs[] = {
 	{ "STATUS", ANY_STATE, NULL, do_status, 0 },
 	{ "FREEZE", STATE_BIT(RT_RUNNING), "FREEZE needs a running process", do_freeze, 0 },
@@ -455,9 +491,9 @@ static const struct verb {
 	{ "FORWARD", STATE_BIT(RT_FROZEN),
 	  "FORWARD needs a frozen process with a DUMP", do_forward, 0 },
 	{ "DRAIN", STATE_BIT(RT_FORWARDING),
-	  "DRAIN needs a process that FORWARD made a forwarder", do_drain, 0 },
+	  "DRAIN needs a process that FORWARD made a forwarder", do_drain, VERB_ARG_OPTIONAL },
 	{ "REQUEUE", STATE_BIT(RT_HELD) | STATE_BIT(RT_RUNNING) | STATE_BIT(RT_FROZEN),
-	  "REQUEUE needs a restored copy, held, running or frozen", do_requeue, 1 },
+	  "REQUEUE needs a restored copy, held, running or frozen", do_requeue, VERB_ARG_NEEDED },
 };
 
 static const char *why_not(const struct verb *v, enum rt_state state)
@@ -490,7 +526,8 @@ static void dispatch(int fd, char *line)
 	if (i == ARRAY_SIZE(verbs))
 		return reply_error(fd, "unknown_verb",
 				   "verbs: STATUS FREEZE THAW DUMP PEEK COMMIT FORWARD DRAIN REQUEUE");
-	if (!verbs[i].arg != !(arg && *arg))
+	if ((verbs[i].arg == VERB_ARG_NONE && arg && *arg) ||
+	    (verbs[i].arg == VERB_ARG_NEEDED && !(arg && *arg)))
 		return reply_error(fd, "bad_request", verbs[i].arg ?
 				   "expected one line: VERB ARG\\n" : "expected one line: VERB\\n");
 	sigmig_control_lock();

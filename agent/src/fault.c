@@ -11,6 +11,7 @@ static const char *const names[FAULT_POINTS] = {
 	[FAULT_RESTORE_BEFORE_REPLY] = "restore-before-reply",
 	[FAULT_BATCH_BEFORE_RECORD] = "batch-before-record",
 	[FAULT_BATCH_BEFORE_REPLY] = "batch-before-reply",
+	[FAULT_DRAIN_BEFORE_SPOOL] = "drain-before-spool",
 };
 
 static _Atomic int armed[FAULT_POINTS];
@@ -38,7 +39,8 @@ bool fault_arm(const char *name)
 
 const char *fault_names(void)
 {
-	return "\"restore-before-reply\", \"batch-before-record\" or \"batch-before-reply\"";
+	return "\"restore-before-reply\", \"batch-before-record\", \"batch-before-reply\" "
+	       "or \"drain-before-spool\"";
 }
 
 void fault_hit(enum fault_point point, const char *what)

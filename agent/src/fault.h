@@ -13,6 +13,7 @@ enum fault_point {
 	FAULT_RESTORE_BEFORE_REPLY,	/* a restore succeeded, not answered */
 	FAULT_BATCH_BEFORE_RECORD,	/* a batch requeued, not yet recorded */
 	FAULT_BATCH_BEFORE_REPLY,	/* a batch requeued and recorded, not answered */
+	FAULT_DRAIN_BEFORE_SPOOL,	/* a forwarder's DRAIN answered, not written ahead */
 	FAULT_POINTS
 };
 

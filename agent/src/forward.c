@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "forward.h"
+#include "fault.h"
 #include "httpc.h"
 #include "json_file.h"
 #include "log.h"
@@ -291,14 +292,19 @@ static int drain_once(struct forwarder *f)
 	struct ctl_reply drained;
 	struct api_error err;
 	uint64_t n = 0;
+	char tag[96];
 
-	if (workload_drain(f->w, &drained, &n, &err)) {
+	/* what the read becomes if non-empty: batch made + 1 of this source */
+	snprintf(tag, sizeof(tag), "%s:%lu", f->source, f->made + 1);
+	if (workload_drain(f->w, tag, &drained, &n, &err)) {
 		log_error("forward %s: DRAIN: %s", f->wid, err.detail);
 		return -1;
 	}
 	f->drains++;
-	if (n && drained.payload)
+	if (n && drained.payload) {
+		fault_hit(FAULT_DRAIN_BEFORE_SPOOL, "a forwarder's drain read, not yet written");
 		forwarder_put(f, &drained, n, 0);
+	}
 	ctl_reply_free(&drained);
 	return 0;
 }

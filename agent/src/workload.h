@@ -96,8 +96,12 @@ bool workload_commit(struct workload *w, json_t **result, struct ctl_reply *delt
  * runtime did not become a forwarder (COMMIT it).
  */
 bool workload_forward(struct workload *w, json_t **result, struct ctl_reply *delta);
-int workload_drain(struct workload *w, struct ctl_reply *drained, uint64_t *signals,
-		   struct api_error *err);
+/*
+ * @tag names the batch the read will become: a DRAIN under the tag of a
+ * non-empty read that was never stored gets the same records again.
+ */
+int workload_drain(struct workload *w, const char *tag, struct ctl_reply *drained,
+		   uint64_t *signals, struct api_error *err);
 /*
  * The original's end: its exit waited for (SIGKILL if it does not come),
  * the exit window recorded into @result (exit_window), the workload marked

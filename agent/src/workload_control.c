@@ -212,10 +212,13 @@ bool workload_forward(struct workload *w, json_t **result, struct ctl_reply *del
 	return true;
 }
 
-int workload_drain(struct workload *w, struct ctl_reply *drained, uint64_t *signals,
-		   struct api_error *err)
+int workload_drain(struct workload *w, const char *tag, struct ctl_reply *drained,
+		   uint64_t *signals, struct api_error *err)
 {
-	if (workload_ctl(w, "DRAIN", CTL_TIMEOUT_MS, drained, err))
+	char verb[128];
+
+	snprintf(verb, sizeof(verb), "DRAIN %s", tag);
+	if (workload_ctl(w, verb, CTL_TIMEOUT_MS, drained, err))
 		return -1;
 	*signals = (uint64_t)json_integer_value(json_object_get(drained->json, "carried"));
 	return 0;

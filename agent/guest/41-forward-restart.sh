@@ -3,10 +3,12 @@
 # it adopts the parked forwarder and goes on with the lease from its record
 # (target, numbering, the batches not acknowledged), then ends it, so that a
 # sender that keeps sending to the old pid through all of it loses nothing.
-# Two agents in one guest (A and B on loopback), two migrations A -> B: A's
-# agent killed two seconds into the lease, and killed exactly between a
+# Two agents in one guest (A and B on loopback), three migrations A -> B:
+# A's agent killed two seconds into the lease; killed exactly between a
 # drain of the forwarder and the write of that batch (the runtime answers
-# the same records again to a DRAIN under the same tag).
+# the same records again to a DRAIN under the same tag); killed once the
+# commit delta is written ahead, before B has it (the restarted agent
+# finishes the cutover: the delta into B's held copy, then its thaw).
 # shellcheck disable=SC2016 # the single-quoted jq programs use jq's $variables
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -75,8 +77,8 @@ sent_pending() {	# COPY
 }
 
 # one_move HOW ID: a move with a sender (id ID) throughout; A's agent dies
-# during the lease: HOW "kill" (SIGKILL two seconds into it) or
-# "drain-before-spool" (its fault point: a drain read, not yet written).
+# during the move: HOW "kill" (SIGKILL two seconds into the lease) or a
+# fault point of its own: "drain-before-spool", "delta-before-post".
 one_move() {
 	how=$1
 	areq POST /v1/workloads --json '{"program":"sigstorm","args":["--threads","2","--no-local","--timers","0"]}'
@@ -120,6 +122,10 @@ one_move() {
 	fi
 	check "$how: it adopted the forwarder and goes on with its lease" \
 		grep -q "forward $W: its forwarder is still parked: the lease goes on" "$WORK/agent.log"
+	if [ "$how" = delta-before-post ]; then
+		check "$how: it finished the cutover: the delta into B's held copy, then its thaw" \
+			wait_for 30 grep -q "forward $W: the copy w[0-9]* on .* thawed" "$WORK/agent.log"
+	fi
 	check "$how: the lease ends: the original is migrated" wait_for 30 state_is "$W" migrated
 	check "$how: the resumed lease reports what it forwarded" \
 		grep -q "forward $W: the resumed lease is over" "$WORK/agent.log"
@@ -145,4 +151,5 @@ one_move() {
 
 one_move kill 11
 one_move drain-before-spool 12
+one_move delta-before-post 13
 finish

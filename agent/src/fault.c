@@ -11,7 +11,9 @@ static const char *const names[FAULT_POINTS] = {
 	[FAULT_RESTORE_BEFORE_REPLY] = "restore-before-reply",
 	[FAULT_BATCH_BEFORE_RECORD] = "batch-before-record",
 	[FAULT_BATCH_BEFORE_REPLY] = "batch-before-reply",
+	[FAULT_DELTA_BEFORE_REPLY] = "delta-before-reply",
 	[FAULT_DRAIN_BEFORE_SPOOL] = "drain-before-spool",
+	[FAULT_DELTA_BEFORE_POST] = "delta-before-post",
 };
 
 static _Atomic int armed[FAULT_POINTS];
@@ -39,8 +41,8 @@ bool fault_arm(const char *name)
 
 const char *fault_names(void)
 {
-	return "\"restore-before-reply\", \"batch-before-record\", \"batch-before-reply\" "
-	       "or \"drain-before-spool\"";
+	return "\"restore-before-reply\", \"batch-before-record\", \"batch-before-reply\", "
+	       "\"delta-before-reply\", \"drain-before-spool\" or \"delta-before-post\"";
 }
 
 void fault_hit(enum fault_point point, const char *what)

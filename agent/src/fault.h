@@ -13,7 +13,9 @@ enum fault_point {
 	FAULT_RESTORE_BEFORE_REPLY,	/* a restore succeeded, not answered */
 	FAULT_BATCH_BEFORE_RECORD,	/* a batch requeued, not yet recorded */
 	FAULT_BATCH_BEFORE_REPLY,	/* a batch requeued and recorded, not answered */
+	FAULT_DELTA_BEFORE_REPLY,	/* the same for batch 1, the commit delta */
 	FAULT_DRAIN_BEFORE_SPOOL,	/* a forwarder's DRAIN answered, not written ahead */
+	FAULT_DELTA_BEFORE_POST,	/* the commit delta written ahead, not posted */
 	FAULT_POINTS
 };
 

@@ -63,6 +63,7 @@ struct forwarder {
 	uint64_t drains, batches, forwarded, merged, spooled;
 	unsigned int lease_ms;
 	int64_t lease_end_ns;	/* CLOCK_REALTIME; 0 until the lease starts */
+	bool resume_target;	/* the migration's: thaw the copy after the delta */
 	struct spool_file *spool;
 	size_t nspool;
 	struct httpc_conn conn;	/* to the target: one handshake for every batch */
@@ -90,6 +91,7 @@ struct forwarder *forwarder_new(struct workload *w, const struct migrate_request
 	/* the original's pid: one migration of this workload, on this host */
 	snprintf(f->source, sizeof(f->source), "%s.%d", f->wid, (int)workload_pid(w));
 	f->lease_ms = req->forward_ms;
+	f->resume_target = req->resume_target;
 	return f;
 }
 
@@ -111,12 +113,13 @@ static void save_lease(const struct forwarder *f)
 	char path[512];
 	json_t *o;
 
-	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:i, s:I}",
+	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:i, s:I, s:b}",
 		      "target", f->target_text, "token", f->token,
 		      "timeout_ms", (int)f->timeout_ms, "target_id", f->target_id,
 		      "source", f->source, "made", (json_int_t)f->made,
 		      "lease_ms", (int)f->lease_ms,
-		      "lease_end_ns", (json_int_t)f->lease_end_ns);
+		      "lease_end_ns", (json_int_t)f->lease_end_ns,
+		      "resume_target", f->resume_target);
 	lease_record_path(f->wid, path, sizeof(path));
 	if (!o || json_file_replace(path, o))
 		log_warn("forward %s: cannot record its lease in %s", f->wid, path);
@@ -284,6 +287,8 @@ int forwarder_put(struct forwarder *f, struct ctl_reply *image, uint64_t signals
 	image->payload = NULL;
 	write_ahead(f, &out[f->nout++]);
 	save_lease(f);
+	if (f->made == 1)
+		fault_hit(FAULT_DELTA_BEFORE_POST, "the commit delta written ahead, not posted");
 	return flush(f, budget_ms);
 }
 
@@ -665,6 +670,7 @@ static struct forwarder *forwarder_from_record(json_t *o, struct workload *w)
 	f->made = (unsigned long)json_integer_value(json_object_get(o, "made"));
 	f->lease_ms = (unsigned int)json_integer_value(json_object_get(o, "lease_ms"));
 	f->lease_end_ns = json_integer_value(json_object_get(o, "lease_end_ns"));
+	f->resume_target = json_is_true(json_object_get(o, "resume_target"));
 	return f;
 }
 
@@ -679,6 +685,37 @@ static unsigned int lease_left_ms(const struct forwarder *f)
 	return left > 0 ? (unsigned int)left : 0;
 }
 
+/*
+ * The lease had not started: the agent died before the copy had the
+ * commit delta, or before it thawed the copy. Do what the migration
+ * would have: the delta in (for timeout_ms), then the thaw; a delta that
+ * does not go in is spooled and the thaw waits for its replay.
+ */
+static void finish_cutover(struct forwarder *f)
+{
+	char problem[512];
+	json_t *running;
+
+	if (flush(f, f->timeout_ms)) {
+		log_error("forward %s: the commit delta did not reach %s on %s: it is "
+			  "spooled, the copy stays held until its replay", f->wid,
+			  f->target_id, f->target_text);
+		forwarder_spool_rest(f);
+		forwarder_thaw_after_replay(f);
+		return;
+	}
+	if (!f->resume_target)
+		return;
+	running = forward_thaw_target(&f->target, f->target_text, f->token,
+				      f->timeout_ms, f->target_id, problem, sizeof(problem));
+	if (running)
+		log_info("forward %s: the copy %s on %s thawed", f->wid, f->target_id,
+			 f->target_text);
+	else
+		log_error("forward %s: %s", f->wid, problem);
+	json_decref(running);
+}
+
 static void *resumed_lease(void *arg)
 {
 	struct forwarder *f = arg;
@@ -686,7 +723,10 @@ static void *resumed_lease(void *arg)
 	json_t *commit = json_object(), *window;
 	bool acked;
 
-	flush(f, min_ms(f->timeout_ms, FORWARD_ATTEMPT_MS));
+	if (!f->lease_end_ns)
+		finish_cutover(f);
+	else
+		flush(f, min_ms(f->timeout_ms, FORWARD_ATTEMPT_MS));
 	forwarder_lease(f, lease_left_ms(f), commit, &acked);
 	workload_commit_settle(w, f->target_text, commit);
 	window = json_object_get(commit, "exit_window");

@@ -540,8 +540,9 @@ void handle_requeue(struct request *req, struct reply *out)
 			     q.batch, &result, &err)) {
 		reply_problem(out, &err, req);
 	} else {
-		if (q.batch >= 2 && !json_is_true(json_object_get(result, "duplicate")))
-			fault_hit(FAULT_BATCH_BEFORE_REPLY, "a forwarded batch taken, not answered");
+		if (q.source[0] && !json_is_true(json_object_get(result, "duplicate")))
+			fault_hit(q.batch == 1 ? FAULT_DELTA_BEFORE_REPLY : FAULT_BATCH_BEFORE_REPLY,
+				  "a forwarded batch taken, not answered");
 		reply_json(out, 200, json_pack("{s:o, s:o}", "result", result,
 					       "workload", workload_to_json(w, true)));
 	}

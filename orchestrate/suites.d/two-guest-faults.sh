@@ -15,6 +15,9 @@
 #   agent-killed  B's agent dies after its held restore, before it replies
 #                 (agent fault hook POST /v1/debug/fault, sigmig.faults=1);
 #                 restarted, it adopts the held copy
+#   delta-b-killed  B's agent dies after its held copy took the commit delta
+#                 (batch 1), before it answers; restarted, it adopts the held
+#                 copy: A's retry is a duplicate, then A thaws it
 #   forward-b-killed  B's agent dies after taking a forwarded batch, before
 #                 it replies; restarted, it adopts the copy with the
 #                 numbers of the batches it took: the retry is a duplicate
@@ -95,6 +98,14 @@ start_case forward-b-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" -
 	--fault "B's agent killed after taking a forwarded batch, before answering" \
 	--before-migrate "$HOOK" agent-fault batch-before-reply ';'
 
+# The same for batch 1, the commit delta (senders keep sending through the
+# move, so there is one): B's held copy took it and its agent died; A retries
+# it for timeout_ms, the restarted agent answers duplicate, A thaws the copy.
+start_case delta-b-killed --append "sigmig.faults=1" -- --signals "$SIGNALS" --live-senders 300 \
+	--live-seconds 90 --forward-ms 2000 --migrate-timeout-ms "$TIMEOUT_MS" \
+	--fault "B's agent killed after taking the commit delta, before answering" \
+	--before-migrate "$HOOK" agent-fault delta-before-reply ';'
+
 # The original forwards what keeps reaching it after the cutover; the link
 # is cut as it starts forwarding. What B cannot take stays in A's spool;
 # with the link back, POST /v1/workloads/{id}/replay on A (migrate.sh does
@@ -137,6 +148,15 @@ use_case agent-killed
 rollback_checks "B's agent killed before confirming"
 b_console agent-killed "adopted from its record, held"
 tap $? "agent-killed: B's restarted agent adopted the held copy (it can be thawed or ended through the API)"
+
+use_case delta-b-killed
+[ "$CASE_RC" = 0 ] && [ "$(result '.migrate_status')" = 200 ]
+tap $? "delta-b-killed: the move completes (migrate.sh rc=$CASE_RC)"
+b_console delta-b-killed "fault delta-before-reply: .*exiting 86"
+tap $? "delta-b-killed: B's agent died after its held copy took the commit delta, before answering"
+b_console delta-b-killed "adopted from its record, held"
+tap $? "delta-b-killed: B's restarted agent adopted the held copy"
+check_verdict "B's agent killed after taking the commit delta"
 
 use_case forward-b-killed
 [ "$CASE_RC" = 0 ] && [ "$(result '.migrate_status')" = 200 ]

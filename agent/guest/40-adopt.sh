@@ -49,13 +49,6 @@ alive() {	# PID
 	kill -0 "$1" 2>/dev/null
 }
 
-# An adopted process is not our child: once it ends it may stay a zombie
-# until whoever inherited it reaps it.
-ended() {	# PID
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	[ "$(echo "${stat##*) }" | cut -c1)" = Z ]
-}
-
 start_agent --log-level info ||
 	{ echo "not ok 1 - agent did not come up"; cat "$WORK/agent.log"; exit 1; }
 ok "agent listens on $BASE"

@@ -105,6 +105,9 @@ one_move() {
 		check "$how: the original became a forwarder (the cutover is over)" wait_for 60 state_is "$W" forwarding
 		sleep 2
 		kill -KILL "$AGENT_PID"
+	elif ! wait_for 60 ended "$AGENT_PID"; then
+		not_ok "$how: the fault point was not reached within 60 s"
+		kill -KILL "$AGENT_PID"
 	fi
 	AGENT_RC=0
 	wait "$AGENT_PID" 2>/dev/null || AGENT_RC=$?

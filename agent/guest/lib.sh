@@ -232,6 +232,13 @@ pkill_by_sock() {	# the pid recorded for a workload's socket in our notes
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
+# PID has ended: gone, or a zombie nobody has reaped yet (an adopted
+# workload's parent is not the agent; our own children until we wait).
+ended() {	# PID
+	e_stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	[ "$(echo "${e_stat##*) }" | cut -c1)" = Z ]
+}
+
 note_pid() {	# ID PID: remembered for cleanup
 	echo "$2" >"$WORK/pid-$1"
 }

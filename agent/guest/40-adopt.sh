@@ -80,6 +80,7 @@ printf '{"id":"w90",' >"$STATE_DIR/w90.record"
 jq -c --argjson pid "$STRANGER" --arg id w91 '.id = $id | .pid = $pid | .start_time = 1' \
 	"$STATE_DIR/$W.record" >"$STATE_DIR/w91.record"
 jq -c --arg id w92 '.id = $id | .pid = 999999' "$STATE_DIR/$W.record" >"$STATE_DIR/w92.record"
+printf '{"id":' >"$STATE_DIR/w93.record.tmp"
 
 crash_and_restart "crash 1"
 check "the workloads kept running while no agent ran" sh -c "kill -0 $PID && kill -0 $PPID_PLAIN"
@@ -93,7 +94,7 @@ check "$P adopted as well (no runtime)" jq -e --argjson pid "$PPID_PLAIN" '.pid 
 req GET /v1/workloads
 check "records not adopted: not JSON, a reused pid, a gone process ($(jq -c '[.workloads[].id]' "$BODY"))" \
 	jq -e '[.workloads[].id] | (index("w90") // index("w91") // index("w92")) == null' "$BODY"
-check "their records are removed" sh -c "! ls '$STATE_DIR'/w9[012].record 2>/dev/null"
+check "their records are removed, and a half-written one" sh -c "! ls '$STATE_DIR'/w9[0123].record* 2>/dev/null"
 check "the process a stale record named is left alone" alive "$STRANGER"
 check "the agent logs the adoption" grep -q "adopted from its record" "$WORK/agent.log"
 
@@ -104,7 +105,7 @@ areq POST /v1/workloads --json '{"program":"sigstorm","args":["--threads","1","-
 expect "a new workload after the restart" 201
 N=$(jqb .id)
 note_pid "$N" "$(jqb .pid)"
-check "its id ($N) follows every recorded one, adopted or not" test "${N#w}" -gt 92
+check "its id ($N) follows every recorded one, adopted or not" test "${N#w}" -gt 93
 areq DELETE "/v1/workloads/$N"
 expect "DELETE it" 200
 

@@ -280,10 +280,12 @@ static void adopt_one(const char *file)
 		workload_put(w);
 		return;
 	}
+	wl_lock();
 	w->refs++;	/* the watcher's */
+	wl_unlock();
 	if (pthread_create(&watcher, NULL, watch_adopted, w)) {
 		log_error("workload %s: no thread to watch it", w->id);
-		w->refs--;
+		workload_put(w);
 	} else {
 		pthread_detach(watcher);
 	}
@@ -296,24 +298,31 @@ static void adopt_one(const char *file)
 	workload_put(w);
 }
 
-static bool is_record(const char *name)
+static bool ends_with(const char *name, const char *suffix)
 {
-	size_t len = strlen(name), suffix = strlen(RECORD_SUFFIX);
+	size_t len = strlen(name), n = strlen(suffix);
 
-	return len > suffix && strcmp(name + len - suffix, RECORD_SUFFIX) == 0;
+	return len > n && strcmp(name + len - n, suffix) == 0;
 }
 
 void wl_adopt_recorded(void)
 {
+	char path[STATE_PATH_MAX + 16];
 	struct dirent *de;
 	DIR *d;
 
 	d = opendir(wl_config()->state_dir);
 	if (!d)
 		return;
-	while ((de = readdir(d)))
-		if (is_record(de->d_name))
+	while ((de = readdir(d))) {
+		if (ends_with(de->d_name, RECORD_SUFFIX)) {
 			adopt_one(de->d_name);
+		} else if (ends_with(de->d_name, ".tmp")) {
+			/* a record or lease record an agent was killed writing: the old one is whole */
+			snprintf(path, sizeof(path), "%s/%s", wl_config()->state_dir, de->d_name);
+			unlink(path);
+		}
+	}
 	closedir(d);
 }
 

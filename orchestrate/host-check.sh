@@ -26,7 +26,7 @@ run_step() {
 	rc=${PIPESTATUS[0]}
 	if [ "$rc" != 0 ]; then
 		failed=$((failed + 1))
-		tr -d '\r' <"$out" | grep -q '^not ok' ||
+		[ "$(tr -d '\r' <"$out" | grep -c '^not ok')" -gt 0 ] ||
 			echo "not ok - $label exited with rc=$rc"
 	fi
 	rm -f "$out"

@@ -145,7 +145,7 @@ host_checks_wait() {
 	PHASE_TIMES+=("host $((SECONDS - HOST_T0))s (beside the guest)")
 	banner "host-side checks done (rc=$rc): $(count_lines '^ok\b' "$LOGS/host-check.log") ok, $(count_lines '^not ok\b' "$LOGS/host-check.log") not ok"
 	tr -d '\r' <"$LOGS/host-check.log" | grep -E '^not ok\b' | sed 's/^/  /' >&2
-	if [ "$rc" != 0 ] && ! tr -d '\r' <"$LOGS/host-check.log" | grep -q '^not ok'; then
+	if [ "$rc" != 0 ] && ! log_has "$LOGS/host-check.log" '^not ok'; then
 		infra_fail "host checks exited with rc=$rc, see build/logs/host-check.log"
 	fi
 	return 0
@@ -189,9 +189,9 @@ guest_tests() {
 		rc=0
 		wait "${GUEST_PIDS[$i]}" || rc=$?
 		TAP_LOGS+=("${logs[$i]}")
-		if ! tr -d '\r' <"${logs[$i]}" 2>/dev/null | grep -q '^SIGMIG-EXIT [0-9]'; then
+		if ! log_has "${logs[$i]}" '^SIGMIG-EXIT [0-9]'; then
 			infra_fail "guest (${parts[$i]}) produced no SIGMIG-EXIT (rc=$rc), see ${logs[$i]}"
-		elif [ "$rc" != 0 ] && ! tr -d '\r' <"${logs[$i]}" | grep -q '^not ok'; then
+		elif [ "$rc" != 0 ] && ! log_has "${logs[$i]}" '^not ok'; then
 			infra_fail "guest (${parts[$i]}) exited with rc=$rc"
 		fi
 	done
@@ -222,9 +222,9 @@ nocr_tests() {
 		--test-timeout "$TEST_TIMEOUT" >>"$LOGS/guest-runs.log" 2>&1 || rc=$?
 	TAP_LOGS+=("$log")
 	tr -d '\r' <"$log" 2>/dev/null | grep -aE '^(SIGMIG-RESULT|not ok)' >&2
-	if ! tr -d '\r' <"$log" 2>/dev/null | grep -q '^SIGMIG-EXIT [0-9]'; then
+	if ! log_has "$log" '^SIGMIG-EXIT [0-9]'; then
 		infra_fail "guest on the nocr kernel produced no SIGMIG-EXIT (rc=$rc), see $log"
-	elif [ "$rc" != 0 ] && ! tr -d '\r' <"$log" | grep -q '^not ok'; then
+	elif [ "$rc" != 0 ] && ! log_has "$log" '^not ok'; then
 		infra_fail "guest on the nocr kernel exited with rc=$rc"
 	fi
 	return 0
@@ -254,7 +254,7 @@ extra_suites() {
 		[ "$rc" != 124 ] || echo "not ok - suite $name killed after ${SUITE_TIMEOUT}s" |
 			tee -a "$LOGS/suite-$name.log"
 		TAP_LOGS+=("$LOGS/suite-$name.log")
-		if [ "$rc" != 0 ] && ! tr -d '\r' <"$LOGS/suite-$name.log" | grep -q '^not ok'; then
+		if [ "$rc" != 0 ] && ! log_has "$LOGS/suite-$name.log" '^not ok'; then
 			infra_fail "suite $name exited with rc=$rc"
 		fi
 	done

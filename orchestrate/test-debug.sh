@@ -99,7 +99,7 @@ tap_lines() {
 	for ((i = 1; i <= n; i++)); do
 		echo "not ok - kernel splat $i on the debug kernel (see $splats)"
 	done
-	if [ "$guest_rc" != 0 ] && ! tr -d '\r' <"$console" | grep -q '^not ok'; then
+	if [ "$guest_rc" != 0 ] && ! log_has "$console" '^not ok'; then
 		case "$guest_rc" in
 		124) echo "not ok - debug guest timed out after ${timeout_s}s" ;;
 		125) echo "not ok - debug guest stopped without SIGMIG-EXIT (panic?)" ;;

@@ -51,6 +51,13 @@ need_cmds() {
 
 # wait_until SECONDS DESCRIPTION CMD...: poll CMD every 0.2 s until it
 # succeeds; non-zero (and a message naming DESCRIPTION) after SECONDS.
+# log_has FILE ERE: a line of FILE (carriage returns dropped: guest consoles)
+# matches. grep reads it whole: with pipefail, `tr | grep -q` fails at random
+# on a long log, grep -q exiting at the first match and tr dying of SIGPIPE.
+log_has() {
+	[ "$(tr -d '\r' 2>/dev/null <"$1" | grep -acE -- "$2")" -gt 0 ]
+}
+
 wait_until() {
 	local limit=$1 what=$2 deadline
 	shift 2

@@ -196,6 +196,26 @@ test_stoppable_sleep() {
 	return 0
 }
 
+# A match near the end of a long console log (CRLF lines), read under
+# pipefail 50 times: `tr | grep -q` failed about one time in three here,
+# grep -q leaving at the match and tr dying of SIGPIPE.
+test_log_has() {
+	local lib="$ORCH/lib/common.sh" log="$SCRATCH/console.log" misses
+	{
+		for _ in $(seq 20000); do printf 'SIGMIG-REPLY 1 body %s\r\n' "$RANDOM$RANDOM$RANDOM"; done
+		printf 'SIGMIG-EXIT 0\r\n'
+		for _ in $(seq 2000); do printf 'ok - openapi: reply %s\r\n' "$RANDOM"; done
+	} >"$log"
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	misses=$(bash -c 'set -uo pipefail; . "$1"; n=0
+		for _ in $(seq 50); do log_has "$2" "^SIGMIG-EXIT [0-9]" || n=$((n + 1)); done
+		log_has "$2" "^not ok" && n=$((n + 100))
+		log_has "$2.missing" . && n=$((n + 1000))
+		echo "$n"' _ "$lib" "$log" 2>&1)
+	[ "$misses" = 0 ]
+	tap $? "log_has finds a line near the end of a long CRLF log every time, and not what is absent (misses: $misses)"
+}
+
 # Every shell script of the project, by extension or by its #! line.
 shell_scripts() {
 	local repo=$1 f
@@ -307,6 +327,7 @@ test_check_kconfig
 test_free_port_base
 test_relay_deep_path
 test_stoppable_sleep
+test_log_has
 test_shellcheck
 test_doc_examples
 if command -v busybox >/dev/null; then

@@ -16,9 +16,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for tool in curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend"; do
-	command -v "$tool" >/dev/null || { echo "not ok 1 - missing $tool"; exit 1; }
-done
+need_tools curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend"
 
 start_agent --max-body 4K --restore-timeout-ms 60000 --log-level info ||
 	{ echo "not ok 1 - agent did not come up"; cat "$WORK/agent.log"; exit 1; }

@@ -25,9 +25,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 CTL=$BIN_DIR/sigmig-ctl
 
-for tool in curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend" "$CTL"; do
-	command -v "$tool" >/dev/null || { echo "not ok 1 - missing $tool"; exit 1; }
-done
+need_tools curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend" "$CTL"
 start_agent --restore-timeout-ms 120000 --log-level info ||
 	{ echo "not ok 1 - agent did not come up"; cat "$WORK/agent.log"; exit 1; }
 ok "agent listens on $BASE"

@@ -28,21 +28,12 @@ trap cleanup_adopt EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for tool in curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend"; do
-	command -v "$tool" >/dev/null || { echo "not ok 1 - missing $tool"; exit 1; }
-done
+need_tools curl jq "$AGENT_BIN" "$BIN_DIR/sigstorm" "$BIN_DIR/sigsend"
 
 # The agent killed as a crash would: no shutdown, no thaw, records left as they are.
 crash_and_restart() {	# NAME
 	kill -KILL "$AGENT_PID"
-	wait "$AGENT_PID" 2>/dev/null || true
-	AGENT_PID=""
-	if start_agent --log-level info; then
-		ok "$1: the agent, killed, starts again on the same state directory"
-	else
-		not_ok "$1: the agent does not come back"
-		exit 1
-	fi
+	restart_agent "$1 (SIGKILL)"
 }
 
 alive() {	# PID
@@ -165,16 +156,8 @@ expect "arm batch-before-record" 200
 REQ_TIMEOUT=60 fetch "$BODY" "$HEADERS" POST "/v1/workloads/$R/requeue?source=adopt-test&batch=3" \
 	-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/octet-stream' --data-binary "@$WORK/image"
 check "batch 3: the agent died before answering (HTTP $FETCH_STATUS)" test "$FETCH_STATUS" = 000
-AGENT_RC=0
-wait "$AGENT_PID" 2>/dev/null || AGENT_RC=$?
-AGENT_PID=""
+restart_agent "crash 4 (batch-before-record)"
 check "it exited 86 at the fault (rc $AGENT_RC)" test "$AGENT_RC" = 86
-if start_agent --log-level info; then
-	ok "crash 4: the agent starts again"
-else
-	not_ok "crash 4: the agent does not come back"
-	exit 1
-fi
 check "the new agent took the runtime's word over its record (batch 3, not 2)" \
 	grep -q "its runtime took batch 3 of adopt-test, its record said 2" "$WORK/agent.log"
 batch 3 "batch 3 again, to the restarted agent" 200

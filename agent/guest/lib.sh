@@ -243,6 +243,28 @@ note_pid() {	# ID PID: remembered for cleanup
 	echo "$2" >"$WORK/pid-$1"
 }
 
+# After the agent ended (killed, or at a fault point): AGENT_RC is its exit
+# status, and it starts again on the same state directory, or the test ends.
+# shellcheck disable=SC2034 # AGENT_RC is for the sourcing test
+restart_agent() {	# NAME
+	AGENT_RC=0
+	wait "$AGENT_PID" 2>/dev/null || AGENT_RC=$?
+	AGENT_PID=""
+	if start_agent --log-level info; then
+		ok "$1: the agent starts again on the same state directory"
+	else
+		not_ok "$1: the agent does not come back"
+		exit 1
+	fi
+}
+
+# Every tool a test needs, or "not ok 1" and out.
+need_tools() {	# TOOL...
+	for n_tool in "$@"; do
+		command -v "$n_tool" >/dev/null || { echo "not ok 1 - missing $n_tool"; exit 1; }
+	done
+}
+
 # Freezes workload ID (pid PID), has sigsend queue COUNT real-time signals
 # into it (seed SEED) and writes its checkpoint to $WORK/image.
 checkpoint_with_signals() {	# ID PID COUNT SEED

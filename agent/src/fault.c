@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +19,17 @@ static const char *const names[FAULT_POINTS] = {
 };
 
 static _Atomic int armed[FAULT_POINTS];
+static char name_list[256];	/* "a", "b" or "c": from names[] */
+
+static void list_names(void)
+{
+	size_t o = 0;
+	unsigned int i;
+
+	for (i = 0; i < FAULT_POINTS; i++)
+		o += (size_t)snprintf(name_list + o, sizeof(name_list) - o, "%s\"%s\"",
+				      !i ? "" : i + 1 < FAULT_POINTS ? ", " : " or ", names[i]);
+}
 
 bool fault_injection_enabled(void)
 {
@@ -41,8 +54,10 @@ bool fault_arm(const char *name)
 
 const char *fault_names(void)
 {
-	return "\"restore-before-reply\", \"batch-before-record\", \"batch-before-reply\", "
-	       "\"delta-before-reply\", \"drain-before-spool\" or \"delta-before-post\"";
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, list_names);
+	return name_list;
 }
 
 void fault_hit(enum fault_point point, const char *what)

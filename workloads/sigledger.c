@@ -79,6 +79,7 @@ static size_t ntimers;
 static struct sender senders[MAX_SENDERS];
 static int nsenders;
 static int verbose;
+static int pid_namespace;	/* --pid-namespace */
 static struct snapshot before, after;
 static int have_queues;
 
@@ -106,7 +107,7 @@ static const char help[] =
 "usage: sigledger --log SENDLOG [--log SENDLOG...] [--target-log SENDLOG...]\n"
 "                 --ledger LEDGER [--ledger LEDGER...]\n"
 "                 [--before QUEUES --after QUEUES] [--fail REASON...] [--json] [--verbose]\n"
-"                 [--exit-window PID:FROM_NS:TO_NS]\n"
+"                 [--exit-window PID:FROM_NS:TO_NS] [--pid-namespace]\n"
 "\n"
 "Compares what sigsend sent (its logs) with what sigstorm delivered (its\n"
 "ledgers, from one or several processes/hosts, e.g. before and after a\n"
@@ -122,6 +123,10 @@ static const char help[] =
 "QUEUES files (a snapshot of a process's pending signals): a line\n"
 "'Q <name> <count>' per queue, then its listed records oldest first, one\n"
 "line of 256 hex digits (the 128-byte siginfo) each.\n"
+"\n"
+"--pid-namespace: the workload was pid 1 of a PID namespace of its own\n"
+"(engine criu): the kernel shows it senders from outside as si_pid 0; the\n"
+"sender is the one its payload names (a standard signal: the only sender).\n"
 "\n"
 "Rules:\n"
 " * Real-time signals sent with a payload (sigqueue, rt_tgsigqueueinfo) are\n"
@@ -588,6 +593,24 @@ static void timer_delivery(const unsigned char *si, int restored, const char *li
 	}
 }
 
+/*
+ * --pid-namespace: the workload is pid 1 of a namespace of its own, and the
+ * kernel shows a sender outside it as si_pid 0. The payload names the
+ * sender; a standard signal (no payload) is the only sender's, if one.
+ */
+static void sender_outside(unsigned char *si, int code)
+{
+	const struct send *s = NULL;
+	int32_t pid;
+
+	if (code == SI_QUEUE && tagged(sival(si)))
+		s = find_send(si);
+	if (!s && nsenders != 1)
+		return;
+	pid = s ? s->pid : senders[0].pid;
+	memcpy(si + lay->pid, &pid, sizeof(pid));
+}
+
 static void delivery(const char *line, int restored)
 {
 	unsigned char si[SI_BYTES];
@@ -600,6 +623,9 @@ static void delivery(const char *line, int restored)
 		return mismatch("malformed ledger line", line);
 	v.delivered++;
 	code = i32(si + 8);
+	if (pid_namespace && i32(si + lay->pid) == 0 &&
+	    (code == SI_QUEUE || code == SI_USER || code == SI_TKILL))
+		sender_outside(si, code);
 	if (code == SI_TIMER)
 		return timer_delivery(si, restored, line);
 	if (code == SI_QUEUE && is_sender_pid(i32(si + lay->pid)) && tagged(sival(si)))
@@ -939,6 +965,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		{ "ledger", 1, 0, 'L' }, { "json", 0, 0, 'j' },
 		{ "before", 1, 0, 'b' }, { "after", 1, 0, 'a' }, { "fail", 1, 0, 'f' },
 		{ "verbose", 0, 0, 'v' }, { "exit-window", 1, 0, 'w' },
+		{ "pid-namespace", 0, 0, 'p' },
 		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
 	int c;
 
@@ -955,6 +982,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 		case 'f': add_file(a->fails, &a->nfails, "--fail", optarg); break;
 		case 'j': a->json = 1; break;
 		case 'v': verbose = 1; break;
+		case 'p': pid_namespace = 1; break;
 		case 'w':
 			if (sscanf(optarg, "%d:%lld:%lld", &window.pid, &window.from,
 				   &window.to) != 3 || window.pid <= 0 || window.from > window.to)

@@ -27,14 +27,7 @@ SIGMIG_AGENT_FAULTS=1
 export SIGMIG_AGENT_FAULTS
 cleanup_two() {
 	[ -z "$MIG_PID" ] || kill "$MIG_PID" 2>/dev/null || true
-	if [ -n "$B_PID" ]; then
-		kill -TERM "$B_PID" 2>/dev/null || true
-		wait "$B_PID" 2>/dev/null || true
-	fi
-	for sock in "$STATE_B"/w*.sock; do
-		[ -e "$sock" ] || continue
-		pkill_by_sock "$sock"
-	done
+	stop_second_agent "$STATE_B"
 	cleanup
 }
 trap cleanup_two EXIT
@@ -57,10 +50,7 @@ if [ "$(jqb .migration)" != true ]; then
 	finish
 	exit 0
 fi
-mkdir -p "$STATE_B"
-"$AGENT_BIN" --listen "127.0.0.1:$PORT_B" --token "$TOKEN" --bin-dir "$BIN_DIR" \
-	--state-dir "$STATE_B" --log-level info 2>>"$WORK/agent-b.log" &
-B_PID=$!
+start_second_agent "$PORT_B" "$STATE_B"
 check "agents A ($BASE) and B (port $PORT_B) answer" wait_for 20 sh -c "curl -fs -m 2 -o /dev/null http://127.0.0.1:$PORT_B/v1/health"
 
 # The copy on B delivers what is pending; frozen, its ledger is final.

@@ -258,6 +258,27 @@ restart_agent() {	# NAME
 	fi
 }
 
+# A second agent (B) on loopback, sharing the token and the program
+# directory; its pid in B_PID, its log in $WORK/agent-b.log.
+start_second_agent() {	# PORT STATE_DIR
+	mkdir -p "$2"
+	"$AGENT_BIN" --listen "127.0.0.1:$1" --token "$TOKEN" --bin-dir "$BIN_DIR" \
+		--state-dir "$2" --log-level info 2>>"$WORK/agent-b.log" &
+	B_PID=$!
+}
+
+# It ends, and so do the workloads it started (recorded by socket or pid).
+stop_second_agent() {	# STATE_DIR
+	if [ -n "${B_PID:-}" ]; then
+		kill -TERM "$B_PID" 2>/dev/null || true
+		wait "$B_PID" 2>/dev/null || true
+	fi
+	for sock in "$1"/w*.sock; do
+		[ -e "$sock" ] || continue
+		pkill_by_sock "$sock"
+	done
+}
+
 # Every tool a test needs, or "not ok 1" and out.
 need_tools() {	# TOOL...
 	for n_tool in "$@"; do

@@ -28,6 +28,7 @@
 #include "server.h"
 #include "validate.h"
 #include "workload.h"
+#include "workload_criu.h"
 
 #define SIGNALS_LIMIT_DEFAULT	1000
 /* Per queue: each listed record costs ~3 KB of JSON while the reply is built. */
@@ -329,9 +330,10 @@ void handle_migrate(struct request *req, struct reply *out)
 	w = find_or_404(req, out);
 	if (!w)
 		return;
-	if (!workload_has_runtime(w)) {
+	if (!workload_has_runtime(w) && !workload_is_criu(w)) {
 		reply_error(out, req, 409, "no_runtime",
-			    "%s has no sigmig runtime to migrate", workload_id(w));
+			    "%s has no sigmig runtime to migrate (start it with "
+			    "\"engine\": \"criu\" to move it with CRIU)", workload_id(w));
 	} else if (!require_interface(req, out)) {
 		/* the reply is filled */
 	} else if (workload_begin_op(w, 0, &err)) {
@@ -464,6 +466,30 @@ static void do_restore(struct request *req, struct reply *out,
 	workload_put(w);
 }
 
+/* Engine "criu": the body is a bundle of CRIU's images and the records. */
+static void do_restore_criu(struct request *req, struct reply *out,
+			    struct restore_query *q)
+{
+	struct api_error err;
+	struct workload *w;
+
+	if (!q->hold || strcmp(q->program, "sigplain")) {
+		reply_error(out, req, 400, "invalid_parameter",
+			    "engine=criu restores held (hold=1) and program=sigplain");
+		return;
+	}
+	if (workload_restore_criu((uint8_t *)req->body, req->body_len, q->program,
+				  &q->args, &w, &err)) {
+		metrics_restore(err.status == 400 ? "rejected" : "failed");
+		reply_problem(out, &err, req);
+		return;
+	}
+	fault_hit(FAULT_RESTORE_BEFORE_REPLY, "a restore succeeded, not answered");
+	metrics_restore("restored");
+	reply_created(out, w);
+	workload_put(w);
+}
+
 void handle_restore(struct request *req, struct reply *out)
 {
 	struct restore_query q = { .failed = false };
@@ -480,6 +506,10 @@ void handle_restore(struct request *req, struct reply *out)
 	if (!req->body_len) {
 		reply_error(out, req, 400, "empty_body",
 			    "send the checkpoint image as the request body");
+		goto out;
+	}
+	if (q.criu) {
+		do_restore_criu(req, out, &q);
 		goto out;
 	}
 	if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,
@@ -504,6 +534,30 @@ static int collect_requeue_query(void *cls, const char *key, const char *value)
 	return requeue_query_add(cls, key, value);
 }
 
+/* Engine "criu": a commit delta (a bundle) into a held copy, once. */
+static void requeue_criu(struct request *req, struct reply *out,
+			 struct workload *w, const struct requeue_query *q)
+{
+	struct api_error err;
+	json_t *result = NULL;
+
+	if (q->source[0]) {
+		reply_error(out, req, 400, "invalid_parameter",
+			    "engine criu: a copy takes one commit delta, no batches");
+		return;
+	}
+	if (workload_begin_op(w, 0, &err)) {
+		reply_problem(out, &err, req);
+		return;
+	}
+	if (criu_requeue_held(w, (uint8_t *)req->body, req->body_len, &result, &err))
+		reply_problem(out, &err, req);
+	else
+		reply_json(out, 200, json_pack("{s:o, s:o}", "result", result,
+					       "workload", workload_to_json(w, false)));
+	workload_end_op(w);
+}
+
 /* Signals for a copy (a commit delta, a forwarded batch): checked whole first. */
 void handle_requeue(struct request *req, struct reply *out)
 {
@@ -524,6 +578,10 @@ void handle_requeue(struct request *req, struct reply *out)
 	if (!req->body_len) {
 		reply_error(out, req, 400, "empty_body",
 			    "send the commit delta (an image) as the request body");
+		goto out;
+	}
+	if (workload_is_criu(w)) {
+		requeue_criu(req, out, w, &q);
 		goto out;
 	}
 	if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,

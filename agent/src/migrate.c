@@ -20,6 +20,7 @@
 #include "forward.h"
 #include "metrics.h"
 #include "migrate.h"
+#include "workload_criu.h"
 
 /*
  * Consecutive phases: each ends where the next begins, so that they add
@@ -90,8 +91,7 @@ static int abort_migration(struct workload *w, struct api_error *err)
 	return -1;
 }
 
-/* The id the peer gave its held copy, or NULL. */
-static const char *target_id(json_t *remote)
+const char *migrate_target_id(json_t *remote)
 {
 	const char *id = json_string_value(json_object_get(remote, "id"));
 
@@ -137,8 +137,7 @@ static int carry_delta(struct forwarder *f, const struct migrate_request *req,
 	return -1;
 }
 
-static void describe_peer_problem(const struct http_result *res,
-				  struct api_error *err)
+void migrate_peer_problem(const struct http_result *res, struct api_error *err)
 {
 	json_t *doc = res->body ? json_loads(res->body, 0, NULL) : NULL;
 	const char *code = json_string_value(json_object_get(doc, "code"));
@@ -151,9 +150,8 @@ static void describe_peer_problem(const struct http_result *res,
 	json_decref(doc);
 }
 
-static void describe_transfer_failure(const struct migrate_request *req,
-				      const struct http_result *res,
-				      struct api_error *err)
+void migrate_transfer_failure(const struct migrate_request *req,
+			      const struct http_result *res, struct api_error *err)
 {
 	if (res->error == ETIMEDOUT)
 		api_error_set(err, 504, "target_timeout",
@@ -218,7 +216,7 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
 		       dump->payload, dump->payload_len, req->timeout_ms,
 		       MIGRATE_STALL_MS, res)) {
-		describe_transfer_failure(req, res, err);
+		migrate_transfer_failure(req, res, err);
 		return abort_migration(w, err);
 	}
 	t->transfer = res->connect_s + res->send_s;
@@ -228,7 +226,7 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 		t->restore = 0;
 	}
 	if (res->status < 200 || res->status > 299) {
-		describe_peer_problem(res, err);
+		migrate_peer_problem(res, err);
 		return abort_migration(w, err);
 	}
 	return 0;
@@ -306,6 +304,8 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	bool acked, forwarding, spooled = false;
 	double lease_s = 0;
 
+	if (workload_is_criu(w))
+		return migrate_criu(w, req, result, err);
 	t.mark = t.start;
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
 	if (freeze_and_dump(w, &dump, &t, err))
@@ -320,7 +320,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		return -1;
 	}
 	remote = json_loads(res.body ? res.body : "", 0, NULL);
-	id = target_id(remote);
+	id = migrate_target_id(remote);
 	fwd = id ? forwarder_new(w, req, id) : NULL;
 	if (!fwd) {
 		/* Cannot thaw what we cannot name: keep the original. */

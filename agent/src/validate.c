@@ -79,7 +79,7 @@ bool program_name_valid(const char *name)
 bool program_allowed(const char *name)
 {
 	static const char *const allowed[] = { "sigstorm", "sigstorm32",
-					       "sigsend", "linkbench" };
+					       "sigsend", "linkbench", "sigplain" };
 	unsigned int i;
 
 	if (!program_name_valid(name))
@@ -210,6 +210,13 @@ int restore_query_add(struct restore_query *q, const char *key,
 			fail(&q->err, "invalid_parameter", "hold: 1 or 0");
 		} else {
 			q->hold = value[0] == '1';
+		}
+	} else if (strcmp(key, "engine") == 0) {
+		if (strcmp(value, "criu") && strcmp(value, "runtime")) {
+			q->failed = true;
+			fail(&q->err, "invalid_parameter", "engine: criu or runtime");
+		} else {
+			q->criu = value[0] == 'c';
 		}
 	} else if (strcmp(key, "program") == 0) {
 		if (!program_name_valid(value)) {
@@ -367,10 +374,34 @@ static int parse_program(json_t *value, char *out, struct verror *err)
 	return 0;
 }
 
+/*
+ * "runtime" (the default): a program linked with the sigmig runtime moves
+ * itself. "criu": CRIU moves the process and a parasite its signals; the
+ * program is sigplain (it takes --ledger) and has no control socket.
+ */
+static int parse_engine(json_t *value, struct start_request *req,
+			struct verror *err)
+{
+	const char *engine = value ? json_string_value(value) : "runtime";
+
+	if (!engine || (strcmp(engine, "runtime") && strcmp(engine, "criu")))
+		return fail(err, "invalid_field", "engine: \"runtime\" or \"criu\"");
+	req->criu = strcmp(engine, "criu") == 0;
+	if (!req->criu)
+		return 0;
+	if (strcmp(req->program, "sigplain"))
+		return fail(err, "invalid_field",
+			    "engine \"criu\": the program is sigplain, not %s",
+			    req->program);
+	req->control = false;
+	return 0;
+}
+
 int parse_start_request(const char *body, size_t len, struct start_request *req,
 			struct verror *err)
 {
-	static const char *const known[] = { "program", "args", "control", NULL };
+	static const char *const known[] = { "program", "args", "control", "engine",
+					     NULL };
 	json_t *root, *value;
 	int ret = -1;
 
@@ -393,6 +424,8 @@ int parse_start_request(const char *body, size_t len, struct start_request *req,
 	}
 	if (value)
 		req->control = json_is_true(value);
+	if (parse_engine(json_object_get(root, "engine"), req, err))
+		goto out;
 	ret = 0;
 out:
 	if (ret)

@@ -37,6 +37,7 @@ struct start_request {
 	char program[PROGRAM_NAME_MAX + 1];
 	struct workload_args args;
 	bool control;		/* links the sigmig runtime: --ctl/--ledger */
+	bool criu;		/* engine "criu": any program, moved by CRIU */
 };
 
 struct target_url {
@@ -62,7 +63,7 @@ unsigned long workload_id_number(const char *id);
 /* [A-Za-z0-9][A-Za-z0-9._-]*, at most PROGRAM_NAME_MAX: a file name, never a path. */
 bool program_name_valid(const char *name);
 
-/* One of the workload programs the API may start (sigstorm, sigstorm32, sigsend). */
+/* One of the workload programs the API may start (sigstorm, sigstorm32, sigsend, sigplain). */
 bool program_allowed(const char *name);
 
 /* Adds one argument; the agent owns --ctl, --ledger and --restore. */
@@ -77,6 +78,7 @@ struct restore_query {
 	struct verror err;
 	bool failed;
 	bool hold;
+	bool criu;		/* engine=criu: the body is a bundle (bundle.h) */
 };
 
 /*

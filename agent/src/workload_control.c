@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "fault.h"
 #include "log.h"
+#include "workload_criu.h"
 #include "workload_internal.h"
 
 #define COMMIT_EXIT_MS		5000
@@ -119,6 +120,11 @@ static int set_workload_frozen(struct workload *w, bool freeze, json_t **result,
 {
 	struct ctl_reply reply;
 
+	if (w->criu && !freeze)
+		return criu_release(w, result, err);
+	if (w->criu)	/* SIGSTOP would flush stop signals from its queues */
+		return api_error_set(err, 409, "wrong_state",
+				     "%s: engine criu: frozen only by a move", w->id);
 	if (!w->control)
 		return plain_freeze(w, freeze, result, err);
 	if (workload_ctl(w, freeze ? "FREEZE" : "THAW", CTL_TIMEOUT_MS, &reply, err))

@@ -34,6 +34,7 @@ struct workload {
 	char program[PROGRAM_NAME_MAX + 1];
 	struct workload_args args;
 	bool control;
+	bool criu;		/* engine "criu": pid 1 of its own PID namespace */
 	pid_t pid;
 	unsigned long long start_time;	/* /proc/PID/stat's: tells a reused pid */
 	bool adopted;		/* from the record of an earlier agent: not our child */
@@ -95,6 +96,11 @@ void wl_record_drop(const struct workload *w);
 void wl_record_start_time(struct workload *w);
 /* At start: every recorded workload still running into the table. */
 void wl_adopt_recorded(void);
+/*
+ * Watches @w (not the agent's child: the copy CRIU restored, an adopted
+ * one) through its pidfd, opened here; @w->pid and start time are set.
+ */
+int wl_watch_pid(struct workload *w);
 
 /* workload_restore.c */
 /* @len bytes to a new file @path (mode 0600); an API error on failure. */

@@ -65,6 +65,9 @@ static json_t *snapshot_json(struct workload *w)
 		json_object_set_new(o, "held", json_true());
 	if (w->adopted)
 		json_object_set_new(o, "adopted", json_true());
+	json_object_set_new(o, "engine", json_string(w->criu ? "criu" : "runtime"));
+	if (w->criu)
+		json_object_set_new(o, "ledger", json_string(w->ledger));
 	if (w->committed)
 		json_object_set_new(o, "migrated_to", json_string(w->migrated_to));
 	return o;

@@ -72,12 +72,13 @@ static json_t *record_json(const struct workload *w)
 
 	for (i = 0; i < w->args.argc; i++)
 		json_array_append_new(args, json_string(w->args.argv[i]));
-	o = json_pack("{s:s, s:i, s:I, s:s, s:o, s:b, s:b, s:b, s:b, s:b, s:b,"
+	o = json_pack("{s:s, s:i, s:I, s:s, s:o, s:b, s:b, s:s, s:b, s:b, s:b, s:b,"
 		      " s:s, s:I, s:s, s:I, s:I}",
 		      "id", w->id, "pid", (int)w->pid,
 		      "start_time", (json_int_t)w->start_time,
 		      "program", w->program, "args", args,
 		      "control", w->control, "restored", w->restored,
+		      "engine", w->criu ? "criu" : "runtime",
 		      "hold", w->hold, "held", w->held, "frozen", w->frozen,
 		      "committed", w->committed,
 		      "requeue_source", w->requeue_source,
@@ -128,6 +129,35 @@ static void *watch_adopted(void *arg)
 	close(w->pidfd);
 	workload_put(w);
 	return NULL;
+}
+
+/* A reference for the watcher, which drops it when @w has exited. */
+static int start_watcher(struct workload *w)
+{
+	pthread_t watcher;
+
+	wl_lock();
+	w->refs++;
+	wl_unlock();
+	if (pthread_create(&watcher, NULL, watch_adopted, w)) {
+		log_error("workload %s: no thread to watch it", w->id);
+		workload_put(w);
+		return -1;
+	}
+	pthread_detach(watcher);
+	return 0;
+}
+
+int wl_watch_pid(struct workload *w)
+{
+	w->pidfd = (int)syscall(SYS_pidfd_open, w->pid, 0);
+	if (w->pidfd < 0)
+		return -1;
+	if (start_watcher(w)) {
+		close(w->pidfd);
+		return -1;
+	}
+	return 0;
 }
 
 static bool copy_string(char *dst, size_t len, json_t *o, const char *key)
@@ -184,6 +214,7 @@ static struct workload *from_record(json_t *o)
 	w->pid = (pid_t)json_integer_value(json_object_get(o, "pid"));
 	w->start_time = (unsigned long long)json_integer_value(json_object_get(o, "start_time"));
 	w->restored = flag(o, "restored");
+	w->criu = !strcmp(json_string_value(json_object_get(o, "engine")) ?: "", "criu");
 	w->hold = flag(o, "hold");
 	w->held = flag(o, "held");
 	w->frozen = flag(o, "frozen");
@@ -254,7 +285,6 @@ static void adopt_one(const char *file)
 {
 	char path[STATE_PATH_MAX + 16];
 	struct workload *w = NULL;
-	pthread_t watcher;
 	json_t *o;
 
 	snprintf(path, sizeof(path), "%s/%s", wl_config()->state_dir, file);
@@ -280,15 +310,7 @@ static void adopt_one(const char *file)
 		workload_put(w);
 		return;
 	}
-	wl_lock();
-	w->refs++;	/* the watcher's */
-	wl_unlock();
-	if (pthread_create(&watcher, NULL, watch_adopted, w)) {
-		log_error("workload %s: no thread to watch it", w->id);
-		workload_put(w);
-	} else {
-		pthread_detach(watcher);
-	}
+	start_watcher(w);
 	log_info("workload %s (pid %d): adopted from its record%s", w->id, w->pid,
 		 w->held ? ", held" : "");
 	catch_up_batches(w);

@@ -10,7 +10,9 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +57,10 @@ static int build_argv(struct workload *w, const char *path, bool restore,
 		if (w->hold)
 			argv[n++] = "--restore-hold";
 	}
+	if (w->criu) {
+		argv[n++] = "--ledger";
+		argv[n++] = w->ledger;
+	}
 	if (w->control) {
 		argv[n++] = "--ctl";
 		argv[n++] = w->sock;
@@ -98,6 +104,48 @@ static int spawn_child(struct workload *w, char **argv, pid_t *pid)
 	return err;
 }
 
+/*
+ * Engine "criu": pid 1 of a PID namespace of its own, so that CRIU can
+ * restore it on any host whatever pids are in use there. posix_spawn()
+ * cannot create one: a raw clone() that only execs, with the same set-up
+ * as spawn_child() made of async-signal-safe calls.
+ */
+static int spawn_in_pid_namespace(struct workload *w, char **argv, pid_t *pid)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	long child;
+	int fd, sig;
+
+	sigemptyset(&none);
+	child = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (child < 0)
+		return errno;
+	if (child > 0) {
+		*pid = (pid_t)child;
+		return 0;
+	}
+	for (sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &dfl, NULL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* CRIU dumps a session only from inside the namespace: lead one */
+	setsid();
+	fd = open("/dev/null", O_RDONLY);
+	if (fd >= 0 && fd != 0) {
+		dup2(fd, 0);
+		close(fd);
+	}
+	fd = open(w->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	if (fd < 0)
+		_exit(127);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+	execve(argv[0], argv, environ);
+	_exit(127);
+}
+
 int wl_spawn(struct workload *w, void *args, struct api_error *err)
 {
 	const struct wl_spawn_args *a = args;
@@ -109,7 +157,8 @@ int wl_spawn(struct workload *w, void *args, struct api_error *err)
 		return api_error_set(err, 500, "internal", "%s: its image file: %s",
 				     w->id, strerror(errno));
 	build_argv(w, a->path, a->image_tmp != NULL, argv);
-	ret = spawn_child(w, argv, &w->pid);
+	ret = w->criu ? spawn_in_pid_namespace(w, argv, &w->pid) :
+			spawn_child(w, argv, &w->pid);
 	if (ret)
 		return api_error_set(err, 500, "spawn_failed", "%s: %s",
 				     w->program, strerror(ret));
@@ -209,6 +258,7 @@ int workload_start(const struct start_request *req, struct workload **out,
 	w = wl_new(req->program, &req->args, req->control, err);
 	if (!w)
 		return -1;
+	w->criu = req->criu;
 	spawn.path = path;
 	if (wl_publish(w, wl_spawn, &spawn, err))
 		goto fail;
@@ -236,7 +286,8 @@ static void end_process(struct workload *w)
 				      2000, &reply) == 0)
 		ctl_reply_free(&reply);
 	wl_kill_group(w, SIGCONT);
-	wl_kill_group(w, SIGTERM);
+	/* pid 1 of its namespace: SIGTERM without a handler is ignored */
+	wl_kill_group(w, w->criu ? SIGKILL : SIGTERM);
 	if (!wl_wait_exit(w, STOP_GRACE_MS)) {
 		wl_kill_group(w, SIGKILL);
 		wl_wait_exit(w, STOP_GRACE_MS);

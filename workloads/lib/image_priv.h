@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-uint32_t sigmig_crc32c(const uint8_t *p, size_t len);
+#include <sigmig/crc32c.h>
+
 /* The ELF e_machine of this build: images are only restored on their own. */
 uint16_t sigmig_native_arch(void);
 

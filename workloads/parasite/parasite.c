@@ -250,6 +250,23 @@ static int requeue_queue(struct peek_args *a, int shared, unsigned char *rec,
 	return write_all(shared ? SFD_GROUP : SFD_PRIVATE, rec, nr);
 }
 
+/* The records a queue holds, peeked and not kept. */
+static int count_queue(int fd, long long base, uint32_t *count)
+{
+	unsigned char rec[PEEK_RECORD_SIZE * 4];
+	long n;
+
+	*count = 0;
+	for (;;) {
+		n = sys_pread(fd, (char *)rec, sizeof(rec), base + *count);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return 0;
+		*count += (uint32_t)(n / PEEK_RECORD_SIZE);
+	}
+}
+
 /*
  * Put @nr records back onto one queue in front of what it holds now: what
  * is queued already came later (CRIU's restorer queues what reached the
@@ -268,6 +285,11 @@ static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
 	fd = open_queues(flags);
 	if (fd < 0)
 		return fd;
+	if (a->behind) {	/* what is queued came first: count it, append */
+		err = count_queue(fd, base, late);
+		sys_close(fd);
+		return err ? err : requeue_queue(a, shared, rec, nr);
+	}
 	at = (uint32_t)((scratch - a->rec) / PEEK_RECORD_SIZE);
 	a->max_records = at + (room - at) / 2;
 	err = peek_queue(fd, a, base, &peeked);

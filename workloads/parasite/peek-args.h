@@ -33,7 +33,9 @@ struct peek_args {
 	uint32_t nr_drained_shared;
 	/* REQUEUE: one rt_(tg)sigqueueinfo() per record, not write() */
 	uint32_t by_sigqueueinfo;
-	/* REQUEUE: records found queued before ours and put back behind them */
+	/* REQUEUE: behind what the queues hold (they hold earlier records) */
+	uint32_t behind;
+	/* REQUEUE: records found queued before ours (in front: put back behind them) */
 	uint32_t nr_late_private;
 	uint32_t nr_late_shared;
 	/* REQUEUE: each queue peeked afterwards, behind the records written */

@@ -2,9 +2,10 @@
 # shellcheck shell=sh disable=SC3043 # busybox ash, the guest's shell, has local
 # CRIU moves the process, the compel parasite moves its pending signals.
 #
-#   sigmig-criu dump [--leave-frozen] [--max-records N] PID DIR
-#   sigmig-criu restore [--max-records N] DIR
+#   sigmig-criu dump [--leave-frozen] [--external KEY]... [--max-records N] PID DIR
+#   sigmig-criu restore [--hold] [--inherit-fd SPEC]... [--max-records N] DIR
 #   sigmig-criu abort [--max-records N] PID DIR
+#   sigmig-criu delta PID DIR | requeue-held PID DIR | release PID DIR
 #   sigmig-criu criu-dump PID DIR | criu-restore DIR     (CRIU alone)
 #
 # The process is held without a single signal sent to it: SIGSTOP/SIGCONT
@@ -31,6 +32,14 @@
 # queued (signals that reached the frozen process after the drain), every
 # queue verified by a peek; then the copy goes into the cgroup the original
 # was in (DIR/cgroup) and runs.
+# --external / --inherit-fd: CRIU's own options (a file the process has
+# open that stays behind, and the descriptor that stands for it on restore).
+# restore --hold: the copy stays frozen in its hold cgroup, records requeued
+# and verified; release PID DIR lets it run, requeue-held PID DIR puts
+# DIR/signals' records behind what it holds (still held).
+# delta PID DIR: what reached a --leave-frozen original since its dump,
+# drained into DIR/signals; then the original is killed (it stays frozen
+# until then, so nothing of it runs).
 # criu-dump / criu-restore: the same moves by CRIU alone (its
 # PTRACE_PEEKSIGINFO dump and rt_sigqueueinfo restore), for comparison.
 #
@@ -43,9 +52,10 @@ MAX_RECORDS=131072
 die() { echo "sigmig-criu: $*" >&2; exit 1; }
 usage() {
 	cat >&2 <<'USAGE'
-usage: sigmig-criu dump [--leave-frozen] [--max-records N] PID DIR
-       sigmig-criu restore [--max-records N] DIR
+usage: sigmig-criu dump [--leave-frozen] [--external KEY]... [--max-records N] PID DIR
+       sigmig-criu restore [--hold] [--inherit-fd SPEC]... [--max-records N] DIR
        sigmig-criu abort [--max-records N] PID DIR
+       sigmig-criu delta PID DIR | requeue-held PID DIR | release PID DIR
        sigmig-criu criu-dump PID DIR | criu-restore DIR
 USAGE
 	exit 2
@@ -159,8 +169,9 @@ cmd_dump() {	# PID
 		die "drain failed: $(tail -n 1 "$DIR/drain.err"), $PID continues"
 	fi
 	t1=$(now-us)
+	# shellcheck disable=SC2086 # CRIU_ARGS: options without spaces
 	if ! criu dump -t "$PID" -D "$DIR/criu" -o dump.log --freeze-cgroup "$cg" \
-		$KEEP >/dev/null 2>&1; then
+		$KEEP $CRIU_ARGS >/dev/null 2>&1; then
 		put_back "$PID"
 		die "criu dump failed (see $DIR/criu/dump.log), $PID continues with its signals"
 	fi
@@ -178,8 +189,12 @@ cmd_restore() {
 	write_hold_script
 	t0=$(now-us)
 	rm -f "$DIR/restored.pid"
+	# shellcheck disable=SC2086 # CRIU_ARGS: options without spaces
+	# --manage-cgroups=ignore: CRIU would put the copy back into the
+	# original's hold cgroup, frozen while a --leave-frozen original waits
 	criu restore -D "$DIR/criu" -o restore.log -d --pidfile "$DIR/restored.pid" \
-		--action-script "$DIR/hold-on-resume" >/dev/null 2>&1 ||
+		--manage-cgroups=ignore --action-script "$DIR/hold-on-resume" \
+		$CRIU_ARGS >/dev/null 2>&1 ||
 		die "criu restore failed (see $DIR/criu/restore.log)"
 	t1=$(now-us)
 	PID=""	# criu writes the pid file without a newline: read fails at EOF
@@ -190,17 +205,21 @@ cmd_restore() {
 		kill -KILL "$PID"
 		die "the restored $PID was not held frozen in $cg; the copy is killed"
 	fi
-	if ! has_records "$DIR/signals"; then
+	# held: the parasite runs even with no records, to count (late) what
+	# CRIU itself queued, which the source then leaves out of its delta
+	if [ -z "$HOLD" ] && ! has_records "$DIR/signals"; then
 		: >"$DIR/requeue.out"
 		echo 0 >"$cg/cgroup.freeze" || { kill -KILL "$PID"; die "cannot thaw $cg"; }
-	elif ! parasite requeue --requeue "$DIR/signals" --thaw "$cg" "$PID"; then
+	elif ! parasite requeue --requeue "$DIR/signals" --thaw "$cg" \
+		${HOLD:+--freeze} ${HOLD:+"$cg"} "$PID"; then
 		kill -KILL "$PID"
 		die "requeue failed: $(tail -n 1 "$DIR/requeue.err"); the copy is killed," \
 			"the records stay in $DIR/signals"
 	fi
-	# the copy runs from here: the parasite thawed its cgroup before it let go
+	# the copy runs from here unless held: the parasite thawed its cgroup
+	# (and froze it again with --hold) before it let go
 	t2=$(now-us)
-	leave_hold "$PID"
+	[ -n "$HOLD" ] || leave_hold "$PID"
 	late=$(awk '/^requeued/ { n += $6 } END { print n + 0 }' "$DIR/requeue.out")
 	echo "restore pid=$PID records=$(records_in "$DIR/signals") late=$late" \
 		"criu_us=$((t1 - t0)) requeue_us=$((t2 - t1)) total_us=$((t2 - t0))"
@@ -210,6 +229,37 @@ cmd_abort() {	# PID: the original of a dump --leave-frozen
 	PID=$1
 	put_back "$PID" || exit 1
 	echo "abort pid=$PID records=$(records_in "$DIR/signals")"
+}
+
+cmd_delta() {	# PID: a --leave-frozen original
+	local cg
+	PID=$1
+	cg=$CGROOT/$PID
+	mkdir -p "$DIR/signals" || die "cannot create $DIR"
+	if ! parasite delta --drain --out "$DIR/signals" --thaw "$cg" --freeze "$cg" "$PID"; then
+		kill -KILL "$PID"
+		die "the drain of $PID failed: $(tail -n 1 "$DIR/delta.err"); it is killed"
+	fi
+	kill -KILL "$PID"
+	rmdir "$cg" 2>/dev/null
+	echo "delta pid=$PID records=$(records_in "$DIR/signals")"
+}
+
+cmd_requeue_held() {	# PID: a copy restored with --hold
+	local cg
+	PID=$1
+	cg=$CGROOT/$PID
+	has_records "$DIR/signals" || { echo "requeue-held pid=$PID records=0"; return 0; }
+	parasite requeue --requeue "$DIR/signals" --behind --thaw "$cg" --freeze "$cg" "$PID" ||
+		die "requeue into $PID failed: $(tail -n 1 "$DIR/requeue.err")"
+	echo "requeue-held pid=$PID records=$(records_in "$DIR/signals")"
+}
+
+cmd_release() {	# PID: a copy restored with --hold
+	PID=$1
+	[ -d "$CGROOT/$PID" ] || die "$PID is not held"
+	leave_hold "$PID"
+	echo "release pid=$PID"
 }
 
 cmd_criu_dump() {	# PID
@@ -239,9 +289,16 @@ main() {
 	[ $# -ge 2 ] || usage
 	shift
 	KEEP=""
+	HOLD=""
+	CRIU_ARGS=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--leave-frozen) [ "$cmd" = dump ] || usage; KEEP=--leave-running; shift ;;
+		--external) [ "$cmd" = dump ] || usage
+			CRIU_ARGS="$CRIU_ARGS --external ${2:?}"; shift 2 ;;
+		--hold) [ "$cmd" = restore ] || usage; HOLD=1; shift ;;
+		--inherit-fd) [ "$cmd" = restore ] || usage
+			CRIU_ARGS="$CRIU_ARGS --inherit-fd ${2:?}"; shift 2 ;;
 		--max-records) MAX_RECORDS=${2:?}; shift 2 ;;
 		-*) usage ;;
 		*) break ;;
@@ -250,6 +307,9 @@ main() {
 	case "$cmd:$#" in
 	dump:2) DIR=$2; cmd_dump "$1" ;;
 	abort:2) DIR=$2; cmd_abort "$1" ;;
+	delta:2) DIR=$2; cmd_delta "$1" ;;
+	requeue-held:2) DIR=$2; cmd_requeue_held "$1" ;;
+	release:2) DIR=$2; cmd_release "$1" ;;
 	restore:1) DIR=$1; cmd_restore ;;
 	criu-dump:2) DIR=$2; cmd_criu_dump "$1" ;;
 	criu-restore:1) DIR=$1; cmd_criu_restore ;;

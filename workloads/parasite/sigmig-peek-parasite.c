@@ -16,6 +16,8 @@
  *
  * --requeue-with sigqueueinfo: one rt_(tg)sigqueueinfo() per record, as on a
  * kernel without the batched write() (default: write()).
+ * --behind: the records go behind what the queues hold (a commit delta
+ * into a copy that holds the earlier ones), not in front.
  *
  * --thaw CG / --freeze CG: CG is the target's cgroup (v2). A target held
  * frozen there cannot run the parasite: --thaw thaws CG once every thread
@@ -26,7 +28,8 @@
  * pending stop signals or a pending SIGCONT from its queues.
  *
  * stdout: "private TID N crc32 X" for each thread, "shared N crc32 X"
- * (REQUEUE: "requeued private|shared TID N late L verified"), then
+ * (REQUEUE: "requeued private|shared TID N late L merged M timers T verified",
+ * T of the L late ones SI_TIMER records), then
  * "total N records, T us seized" (T: from the first seize to the last
  * detach). With --out, DIR/private.TID.bin and DIR/shared.bin get the
  * 128-byte records, in queue order; TID is the thread's id in its own PID
@@ -37,6 +40,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -275,6 +280,7 @@ static void resume_threads(struct thread *th, int nr)
 static unsigned int cmd = PEEK_CMD;
 static const char *requeue_dir;
 static int by_sigqueueinfo;
+static bool behind;	/* --behind */
 
 /*
  * The args area, in --max-records: DRAIN the peeked records and the
@@ -460,18 +466,82 @@ static int report_drained(const struct peek_args *a, int tid, const char *out)
  * written, byte for byte and in order, followed by exactly the late ones
  * the parasite found queued and put back behind them.
  */
+static bool standard(const unsigned char *rec)
+{
+	int signo = record_signo(rec);
+
+	return signo > 0 && signo < SIGRTMIN;
+}
+
+/* SI_TIMER records among @nr at @recs: a timer's own, not a sender's. */
+static uint32_t timer_records(const unsigned char *recs, uint32_t nr)
+{
+	uint32_t i, n = 0;
+	int code;
+
+	for (i = 0; i < nr; i++) {
+		memcpy(&code, RECORD(recs, i) + 8, sizeof(code));	/* si_code */
+		n += code == SI_TIMER;
+	}
+	return n;
+}
+
+/* A standard signal of @rec's number among @nr records at @recs. */
+static bool has_standard(const unsigned char *recs, uint32_t nr, const unsigned char *rec)
+{
+	uint32_t i;
+
+	for (i = 0; i < nr; i++)
+		if (standard(RECORD(recs, i)) && record_signo(RECORD(recs, i)) == record_signo(rec))
+			return true;
+	return false;
+}
+
+/*
+ * In front: the queue holds the records written, byte for byte and in
+ * order, then the late ones put back behind them. Behind: the late ones
+ * (earlier records), then the written ones. A standard signal pending
+ * twice merges into one, as a second send of it would have: a late one
+ * whose number was written (in front), or a written one whose number was
+ * pending (behind), is not queued again.
+ */
 static int check_queue(int tid, const char *label, const unsigned char *want,
 		       uint32_t nr, uint32_t late, const unsigned char *after,
 		       uint32_t nr_after)
 {
-	if (nr_after != nr + late ||
-	    memcmp(want, after, (size_t)nr * PEEK_RECORD_SIZE)) {
-		fprintf(stderr, "thread %d: the %s queue does not begin with the %u "
-			"records written (%u queued, %u were there before)\n",
-			tid, label, nr, nr_after, late);
+	uint32_t i, kept = 0, merged = 0, head = behind ? late : 0;
+	const unsigned char *tail = RECORD(after, nr_after > nr ? nr : nr_after);
+	bool bad = nr_after < (behind ? late : nr) || nr_after > nr + late;
+
+	for (i = 0; !bad && i < nr; i++) {
+		const unsigned char *rec = RECORD(want, i);
+
+		if (behind && standard(rec) && has_standard(after, late, rec)) {
+			merged++;
+			continue;
+		}
+		if (head + kept >= nr_after ||
+		    memcmp(rec, RECORD(after, head + kept), PEEK_RECORD_SIZE))
+			bad = true;
+		kept++;
+	}
+	if (!bad && !behind) {
+		for (i = 0; i < nr_after - nr; i++)
+			if (standard(RECORD(tail, i)) && has_standard(want, nr, RECORD(tail, i)))
+				bad = true;
+		merged = nr + late - nr_after;
+	}
+	if (!bad && behind && nr_after != late + kept)
+		bad = true;
+	if (bad) {
+		fprintf(stderr, "thread %d: the %s queue does not hold the %u records written "
+			"%s the %u there before (%u queued)\n", tid, label, nr,
+			behind ? "behind" : "in front of", late, nr_after);
 		return -1;
 	}
-	printf("requeued %s %d %u late %u verified\n", label, tid, nr, late);
+	printf("requeued %s %d %u late %u merged %u timers %u verified\n", label, tid, nr,
+	       late, merged, behind ? timer_records(after, late) :
+	       timer_records(tail, nr_after - (nr_after > nr ? nr : nr_after)));
 	return 0;
 }
 
@@ -546,6 +616,7 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 		a->max_records = max * area_factor();
 		a->want_shared = i == 0;
 		a->by_sigqueueinfo = (uint32_t)by_sigqueueinfo;
+		a->behind = behind;
 		if (cmd == REQUEUE_CMD && fill(a, th[i].own_tid, max))
 			return -1;
 		if (i == 0) {
@@ -585,7 +656,7 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 static int usage(void)
 {
 	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR "
-		"[--requeue-with write|sigqueueinfo]] [--max-records N] [--thaw CG] "
+		"[--requeue-with write|sigqueueinfo] [--behind]] [--max-records N] [--thaw CG] "
 		"[--freeze CG] [-v] PID\n");
 	return 2;
 }
@@ -595,7 +666,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "out", 1, 0, 'o' }, { "max-records", 1, 0, 'm' },
 		{ "drain", 0, 0, 'd' }, { "requeue", 1, 0, 'r' },
-		{ "requeue-with", 1, 0, 'w' },
+		{ "requeue-with", 1, 0, 'w' }, { "behind", 0, 0, 'b' },
 		{ "thaw", 1, 0, 't' }, { "freeze", 1, 0, 'f' },
 		{ "verbose", 0, 0, 'v' }, { 0, 0, 0, 0 }
 	};
@@ -628,10 +699,12 @@ int main(int argc, char **argv)
 			by_sigqueueinfo = 1;
 		else if (c == 'w' && !strcmp(optarg, "write"))
 			by_sigqueueinfo = 0;
+		else if (c == 'b')
+			behind = true;
 		else
 			return usage();
 	}
-	if (optind != argc - 1 || !max || max > (1U << 20))
+	if (optind != argc - 1 || !max || max > (1U << 20) || (behind && cmd != REQUEUE_CMD))
 		return usage();
 	pid = atoi(argv[optind]);
 	if (pid <= 0)

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sigplain: a plain program, not linked with the sigmig runtime, that
+ * sigmig moves with CRIU (engine "criu"). It knows nothing of migration:
+ * THREADS threads wait for signals with every catchable one unblocked,
+ * a periodic POSIX timer per --timer-us signals the process, and every
+ * delivery is appended to the ledger in sigstorm's format (a "D" line
+ * with the thread's index and the whole siginfo), so that sigledger
+ * judges a move of it as it judges one of sigstorm.
+ *
+ *   sigplain --ledger PATH [--threads N] [--timer-us US]
+ *
+ * The ledger is opened once, O_APPEND, and written with one write() per
+ * line from the handler: whoever holds the file after a move (the target
+ * agent hands CRIU its own ledger for this descriptor) gets whole lines.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS	16
+#define TIMER_SIGNAL	(SIGRTMIN + 6)
+#define TIMER_VALUE	0x7469636bull	/* "tick" */
+#define LEDGER_ARCH	62		/* x86_64's siginfo layout */
+
+static int ledger_fd = -1;
+static __thread int self_index;
+static const char hexd[] = "0123456789abcdef";
+
+static char *put_dec(char *p, long long v)
+{
+	unsigned long long u = v < 0 ? -(unsigned long long)v : (unsigned long long)v;
+	char tmp[24];
+	int n = 0;
+
+	if (v < 0)
+		*p++ = '-';
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while (u /= 10);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+/* Async-signal-safe: one ledger line, one write(). */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	const unsigned char *b = (const unsigned char *)si;
+	char line[400], *p = line;
+	struct timespec ts;
+	int saved = errno;
+	size_t i;
+
+	(void)sig;
+	(void)uc;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*p++ = 'D';
+	*p++ = ' ';
+	p = put_dec(p, self_index);
+	*p++ = ' ';
+	p = put_dec(p, (long long)syscall(SYS_gettid));
+	*p++ = ' ';
+	p = put_dec(p, (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
+	*p++ = ' ';
+	for (i = 0; i < sizeof(*si); i++) {
+		*p++ = hexd[b[i] >> 4];
+		*p++ = hexd[b[i] & 15];
+	}
+	*p++ = '\n';
+	if (write(ledger_fd, line, (size_t)(p - line)) < 0)
+		_exit(4);
+	errno = saved;
+}
+
+static void ledger_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void ledger_printf(const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || write(ledger_fd, line, (size_t)n) != n)
+		perror("sigplain: ledger");
+}
+
+/*
+ * Every signal a sender may send, as sigstorm catches them: all but the
+ * ones that end, stop or continue it and the synchronous faults.
+ */
+static bool caught(int sig)
+{
+	return sig != SIGKILL && sig != SIGSTOP && sig != SIGTERM && sig != SIGINT &&
+	       sig != SIGQUIT && sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE &&
+	       sig != SIGILL && sig != SIGABRT && sig != SIGTRAP && sig != SIGSYS &&
+	       sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU && sig != SIGCONT &&
+	       (sig < 32 || sig >= SIGRTMIN);
+}
+
+static int install_handlers(void)
+{
+	struct sigaction sa;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (sig = 1; sig <= SIGRTMAX; sig++)
+		if (caught(sig) && sigaction(sig, &sa, NULL))
+			return -1;
+	return 0;
+}
+
+static void *waiter(void *arg)
+{
+	self_index = (int)(intptr_t)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static int start_timer(long us)
+{
+	struct itimerspec its = { { us / 1000000, us % 1000000 * 1000 },
+				  { us / 1000000, us % 1000000 * 1000 } };
+	struct sigevent sev;
+	timer_t id;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = TIMER_SIGNAL;
+	sev.sigev_value.sival_ptr = (void *)(uintptr_t)TIMER_VALUE;
+	if (timer_create(CLOCK_MONOTONIC, &sev, &id) || timer_settime(id, 0, &its, NULL)) {
+		perror("sigplain: timer");
+		return -1;
+	}
+	ledger_printf("T %d %d %llx %d %d\n", (int)(intptr_t)id, TIMER_SIGNAL,
+		      TIMER_VALUE, SIGEV_SIGNAL, -1);
+	return 0;
+}
+
+static void usage(void)
+{
+	fputs("usage: sigplain --ledger PATH [--threads N] [--timer-us US]\n", stderr);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ledger", required_argument, NULL, 'l' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "timer-us", required_argument, NULL, 'u' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *ledger = NULL;
+	long threads = 3, timer_us = 0;
+	struct timespec ts;
+	pthread_t th;
+	sigset_t none;
+	int c;
+	long i;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'l')
+			ledger = optarg;
+		else if (c == 't')
+			threads = strtol(optarg, NULL, 10);
+		else if (c == 'u')
+			timer_us = strtol(optarg, NULL, 10);
+		else
+			usage();
+	}
+	if (!ledger || optind != argc || threads < 1 || threads > MAX_THREADS ||
+	    timer_us < 0 || timer_us > 60000000)
+		usage();
+	ledger_fd = open(ledger, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (ledger_fd < 0) {
+		perror(ledger);
+		return 2;
+	}
+	if (install_handlers()) {
+		perror("sigplain: sigaction");
+		return 2;
+	}
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ledger_printf("H %d %d %lld %d\n", getpid(), 0,
+		      (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec, LEDGER_ARCH);
+	for (i = 1; i < threads; i++)
+		if (pthread_create(&th, NULL, waiter, (void *)(intptr_t)i)) {
+			fputs("sigplain: cannot start its threads\n", stderr);
+			return 2;
+		}
+	if (timer_us && start_timer(timer_us))
+		return 2;
+	printf("sigplain: pid %d, %ld threads, timer %ld us\n", getpid(), threads, timer_us);
+	fflush(stdout);
+	waiter(NULL);
+	return 0;
+}

@@ -55,6 +55,12 @@ Usage: migrate.sh [options]
                       the spool (if the migration left one) is replayed
   --forward-ms MS     the original forwards what reaches it for MS after the
                       cutover (0: it exits at the cutover; default: the agent's)
+  --engine criu       move sigplain, a program that does not link the runtime,
+                      with CRIU and the parasite (docs/api.md): no freeze, pile
+                      up or snapshots (it handles every signal at once); the
+                      senders send with payloads only (sigqueue, tgsigqueue:
+                      it runs in a PID namespace of its own, where the kernel
+                      shows them as si_pid 0), the ledgers tell the verdict
   --snapshot-limit N  records per queue in the before/after snapshots (default 100000, the agent's maximum)
   --resume-at-once    let the source agent resume the copy on B right after
                       its commit (downtime = freeze to resume); by default
@@ -74,7 +80,7 @@ target=${SIGMIG_B_LINK_URL:-}
 token=${SIGMIG_TOKEN:-}
 token_to=${SIGMIG_TOKEN_TO:-}
 threads=4 signals=4000 after=1000 expect=ok fault="" migrate_timeout_ms=""
-forward_ms="" out="" snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=60
+forward_ms="" out="" engine=runtime snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=60
 BEFORE_HOOK=() DURING_HOOK=() AFTER_HOOK=() HOOK=() HOOK_WORDS=0
 
 # hook_words ARGS...: the words after --before/--during-migrate up to ';'
@@ -126,6 +132,7 @@ parse_args() {
 		--forward-ms) forward_ms=${2:?}; shift 2 ;;
 		--out) out=${2:?}; shift 2 ;;
 		--snapshot-limit) snapshot_limit=${2:?}; shift 2 ;;
+		--engine) engine=${2:?}; shift 2 ;;
 		--resume-at-once) resume_target=true; shift ;;
 		--quiet) SIGMIG_QUIET=1; shift ;;
 		-h|--help) show_help ;;
@@ -140,6 +147,7 @@ parse_args() {
 	target=${target%/}
 	token_to=${token_to:-$token}
 	case "$expect" in ok|rollback) ;; *) die "--expect ok|rollback" ;; esac
+	case "$engine" in runtime|criu) ;; *) die "--engine runtime|criu" ;; esac
 	[[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads: a positive number"
 	[[ $signals =~ ^[1-9][0-9]*$ ]] || die "--signals: a positive number"
 	[[ $after =~ ^[0-9]+$ ]] || die "--after: a number"
@@ -165,8 +173,10 @@ main() {
 	preflight
 	start_on_a
 	start_live_senders
-	pile_up
-	snapshot_before
+	if [ "$engine" = runtime ]; then
+		pile_up
+		snapshot_before
+	fi
 	if migrate_call; then
 		MIGRATED=1
 	fi

@@ -29,7 +29,7 @@ int bundle_pack(const char *root, const char *const *dirs, uint8_t **out,
 /*
  * Checks @data whole (magic, version, names, sizes, CRC), then writes its
  * files under @root (which must exist; its DIRs are created, files must
- * not exist yet). -1 with @err set, before anything is written when the
+ * not exist yet); with @root NULL only checks. -1 with @err set, before anything is written when the
  * bundle is malformed.
  */
 int bundle_unpack(const uint8_t *data, size_t len, const char *root,

@@ -31,6 +31,7 @@ check_ledger() {
 	host_sigledger
 	[ "$MIGRATED" = 0 ] || window=$(exit_window_arg)
 	[ -z "$window" ] || args+=(--exit-window "$window")
+	[ "$engine" = runtime ] || args+=(--pid-namespace)
 	# Senders on B (sender-N-b.log) stamp B's clock, as the restored ledger does.
 	for f in "$out"/sender-*.log; do
 		case $f in
@@ -95,18 +96,20 @@ write_result() {
 		--argjson threads "$threads" --argjson signals "$signals" \
 		--slurpfile capa "$(json_or_null "$out/capabilities-a.json")" \
 		--slurpfile capb "$(json_or_null "$out/capabilities-b.json")" \
-		--slurpfile before "$out/before.json" --slurpfile after "$(json_or_null "$after")" \
+		--slurpfile before "$(json_or_null "$out/before.json")" --slurpfile after "$(json_or_null "$after")" \
 		--slurpfile migrate "$(json_or_null "$out/migrate.json")" --slurpfile ledger "$out/ledger.json" \
 		--argjson extra "$(ledger_extra)" --argjson failures "$failures_json" \
 		--arg status "$MIGRATE_STATUS" --argjson exact "$EXACT" --argjson held "$HELD" \
-		--argjson held_s "${HELD_SECONDS:-0}" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" '
+		--argjson held_s "${HELD_SECONDS:-0}" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
+		--arg engine "$engine" --arg program "$PROGRAM_A" '
 		def sizes: if . == null then null else
 			{total: .pending_total, threads: [.threads[].pending.count], shared: .shared.count} end;
 		{version: 2, expect: $expect, fault: $fault, exact_snapshot: ($exact == 1),
 		 held_on_b: ($held == 1), held_seconds: $held_s, threads: $threads, signals: $signals,
 		 from: {url: $from, label: "A", kernel: $capa[0].kernel.release, capabilities: $capa[0]},
 		 to: {url: $to, target: $target, label: "B", kernel: $capb[0].kernel.release, capabilities: $capb[0]},
-		 workload_a: {program: "sigstorm", pid: $pid_a}, workload_b: {program: "sigstorm", pid: $pid_b},
+		 engine: $engine,
+		 workload_a: {program: $program, pid: $pid_a}, workload_b: {program: $program, pid: $pid_b},
 		 migrate: $migrate[0], migrate_status: $status,
 		 pending: {before: ($before[0] | sizes), after: ($after[0] | sizes)},
 		 ledger: $ledger[0], ledger_extra: $extra, failures: $failures}' >"$out/.result-rest.json"
@@ -114,7 +117,7 @@ write_result() {
 	# integers above 2^53 (sival words, created_ns) to doubles.
 	{
 		printf '{"before":'
-		cat "$out/before.json"
+		cat "$(json_or_null "$out/before.json")"
 		printf ',"after":'
 		cat "$(json_or_null "$after")"
 		printf ','

@@ -146,6 +146,9 @@ sleep 2	# the copy runs every handler for what it was sent
 verdict "the move" "$WINDOW" "$STATE_DIR/$W.ledger" "$STATE_B/$R.ledger"
 check "the timer moved with it: it fires on B" \
 	jq -e '.timers_after_restore > 0' "$WORK/verdict.json"
+areq GET "/v1/workloads/$W/ledger"
+expect "A serves the original's ledger" 200
+check "the same as its file" cmp -s "$BODY" "$STATE_DIR/$W.ledger"
 bcurl DELETE "/v1/workloads/$R" >/dev/null
 areq DELETE "/v1/workloads/$W"
 areq DELETE "/v1/workloads/$S"

@@ -423,7 +423,7 @@ const char *workload_file(const struct workload *w, const char *which)
 {
 	if (strcmp(which, "log") == 0)
 		return w->log;
-	if (strcmp(which, "ledger") == 0 && w->control)
+	if (strcmp(which, "ledger") == 0 && (w->control || w->criu))
 		return w->ledger;
 	return NULL;
 }

@@ -89,7 +89,10 @@ if [ "$RC" = 2 ] && grep -q "unexpected argument '$WORK/b.log'" "$WORK/err" && [
 else
 	not_ok "stray arguments: rc $RC $OUT $(cat "$WORK/err")"
 fi
-if "$LEDGER" --help | grep -q -- '--log SENDLOG \[--log SENDLOG...\]'; then
+# read whole: grep -q would leave at the first line, and a help text past
+# one stdio buffer would then die of SIGPIPE under pipefail
+help=$("$LEDGER" --help)
+if grep -q -- '--log SENDLOG \[--log SENDLOG...\]' <<<"$help"; then
 	ok "usage: one file per --log / --ledger"
 else
 	not_ok "usage line"

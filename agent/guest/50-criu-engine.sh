@@ -168,6 +168,33 @@ verdict "after the failed move" "" "$STATE_DIR/$W.ledger"
 areq DELETE "/v1/workloads/$W"
 areq DELETE "/v1/workloads/$S"
 
+# --- a target that stalls: the original waits frozen, then gets them back ---
+start_plain 23 12
+sleep 1
+kill -STOP "$B_PID"
+areq POST "/v1/workloads/$W/migrate" -m 60 --json \
+	"$(jq -cn --arg t "http://127.0.0.1:$PORT_B" --arg k "$TOKEN" '{target: $t, token: $k, timeout_ms: 8000}')"
+kill -CONT "$B_PID"
+expect "a move to a target that stalls for 8 s times out" 504 target_timeout
+check "the original got its signals back after 8 s frozen: $(jqb .detail | head -c 160)" \
+	jq -e '.detail | test("got its signals back and keeps running")' "$BODY"
+check "the original runs on" state_is "$W" running
+check "the sender ends" wait_for 60 state_is "$S" exited
+sleep 1
+verdict "after the stalled move" "" "$STATE_DIR/$W.ledger"
+# B, running again, may restore the request it had taken: a held copy,
+# never resumed (A aborted), that delivers nothing
+sleep 3
+for id in $(bcurl GET /v1/workloads | jq -r '.workloads[].id'); do
+	note_pid "b-$id" "$(bcurl GET "/v1/workloads/$id" | jq -r .pid)"
+	check "B's late copy $id is held and delivered nothing" sh -c \
+		"curl -s -H 'Authorization: Bearer $TOKEN' http://127.0.0.1:$PORT_B/v1/workloads/$id |
+		jq -e '.held == true' && ! grep -qs '^D ' '$STATE_B/$id.ledger'"
+	bcurl DELETE "/v1/workloads/$id" >/dev/null
+done
+areq DELETE "/v1/workloads/$W"
+areq DELETE "/v1/workloads/$S"
+
 # --- a body that is not a bundle ---
 head -c 4096 /dev/urandom >"$WORK/garbage"
 areq POST "/v1/restore?hold=1&engine=criu&program=sigplain" \

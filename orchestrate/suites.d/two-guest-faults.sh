@@ -24,6 +24,10 @@
 #   b-crash       guest B dies (QEMU killed) once the image has crossed the
 #                 link, before it can confirm: a host crash at the worst moment
 #   stock-b       B runs a kernel without the interface (unpatched 6.1)
+#   criu-*        engine criu (sigplain, moved by CRIU and the parasite, a
+#                 sender at 100/s through the move): link-cut, corrupt (plain
+#                 HTTP: the bundle's CRC), agent-killed; the drained signals
+#                 go back into the original, which runs on
 set -uo pipefail
 SUITE=two-guest-faults
 # shellcheck source=orchestrate/two-guest-tap.sh
@@ -114,6 +118,19 @@ start_case forward-cut -- --signals "$SIGNALS" --live-senders 300 --live-seconds
 	--forward-ms 3000 --migrate-timeout-ms "$TIMEOUT_MS" --fault "link cut while the original forwards" \
 	--during-migrate "$HOOK" link-when-forwarding cut ';' --after-migrate "$HOOK" link pass ';'
 
+# Engine criu: the original waits drained and frozen while the move runs;
+# a fault puts the drained records back in front of what arrived since.
+CRIU_ARGS=(--engine criu --threads 3 --live-senders 100 --live-seconds 60 --expect rollback
+	--migrate-timeout-ms "$TIMEOUT_MS")
+start_case criu-link-cut -- "${CRIU_ARGS[@]}" --fault "link cut after 32 KiB (engine criu)" \
+	--before-migrate "$HOOK" link cut-after ab 32768 ';'
+start_case criu-corrupt --plain-http -- "${CRIU_ARGS[@]}" \
+	--fault "one bundle byte flipped on the wire (engine criu, plain HTTP)" \
+	--before-migrate "$HOOK" link corrupt-after ab 32768 ';'
+start_case criu-agent-killed --append "sigmig.faults=1" -- "${CRIU_ARGS[@]}" \
+	--fault "B's agent killed after its held CRIU restore, before confirming (engine criu)" \
+	--before-migrate "$HOOK" agent-fault restore-before-reply ';'
+
 [ -z "${KERNEL_STOCK:-}" ] ||
 	start_case stock-b --kernel-b "$KERNEL_STOCK" -- --signals "$SIGNALS" --expect rollback \
 		--fault "B's kernel lacks the interface" --migrate-timeout-ms "$TIMEOUT_MS"
@@ -187,6 +204,22 @@ tap $? "forward-cut: what B could not take was kept in A's spool ($spooled forwa
 jq -e '.forward.spool == [] and .forward.spooled == 0' "$(dirname "$RESULT")/replay.json" >/dev/null 2>&1
 tap $? "forward-cut: the replay through A's API emptied the spool ($(result '.ledger_extra.replayed') forwarded signals replayed)"
 check_verdict "link cut while forwarding"
+
+use_case criu-link-cut
+rollback_checks "engine criu, link cut mid-stream"
+result '.migrate.detail' | grep -q 'got its signals back and keeps running'
+tap $? "engine criu, link cut: the original got its drained signals back ($(result '.migrate.code'))"
+
+use_case criu-corrupt
+relay_corrupted criu-corrupt
+rollback_checks "engine criu, corrupted bundle"
+result '.migrate.detail' | grep -q 'CRC-32C mismatch'
+tap $? "engine criu, corrupted bundle: B's CRC check refused it ($(result '.migrate.detail' | head -c 120))"
+
+use_case criu-agent-killed
+rollback_checks "engine criu, B's agent killed before confirming"
+b_console criu-agent-killed "adopted from its record, held"
+tap $? "engine criu, agent-killed: B's restarted agent adopted the held copy"
 
 if [ -n "${KERNEL_STOCK:-}" ]; then
 	use_case stock-b

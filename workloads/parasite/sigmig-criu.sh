@@ -151,8 +151,8 @@ put_back() {
 			"$1" || rc=1
 	fi
 	leave_hold "$1"
-	[ "$rc" = 0 ] || echo "sigmig-criu: the drained records could not all go back," \
-		"they are in $DIR/signals (see $DIR/put-back.err)" >&2
+	[ "$rc" = 0 ] || echo "sigmig-criu: the drained records could not all go back" \
+		"($(tail -n 1 "$DIR/put-back.err" 2>/dev/null)), they are in $DIR/signals" >&2
 	return "$rc"
 }
 

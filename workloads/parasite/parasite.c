@@ -274,8 +274,23 @@ static int count_queue(int fd, long long base, uint32_t *count)
  * signals while stopped). Take those out, peeked for their order and
  * dequeued, write ours, then theirs. @scratch has room for them.
  */
+/* SI_TIMER records among @nr at @recs: a timer's own, not a sender's. */
+static uint32_t timer_records(const unsigned char *recs, uint32_t nr)
+{
+	const unsigned char *c;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < nr; i++) {
+		c = recs + (unsigned long)i * PEEK_RECORD_SIZE + 8;	/* si_code */
+		/* SI_TIMER, -2, little-endian */
+		n += c[0] == 0xfe && c[1] == 0xff && c[2] == 0xff && c[3] == 0xff;
+	}
+	return n;
+}
+
 static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
-			    uint32_t nr, unsigned char *scratch, uint32_t *late)
+			    uint32_t nr, unsigned char *scratch, uint32_t *late,
+			    uint32_t *late_timers)
 {
 	int flags = shared ? SFD_GROUP : SFD_PRIVATE, fd, err;
 	long long base = shared ? SFD_SHARED_QUEUE_OFFSET : SFD_PER_THREAD_QUEUE_OFFSET;
@@ -301,6 +316,7 @@ static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
 	if (!err && !a->truncated)
 		err = drain_one(flags, a, scratch, peeked, &at, &dequeued);
 	*late = dequeued;
+	*late_timers = timer_records(drained, dequeued);
 	if (err || a->truncated)
 		return err ? err : -E2BIG;
 	err = requeue_queue(a, shared, rec, nr);
@@ -322,11 +338,11 @@ static int requeue(struct peek_args *a)
 
 	a->tid = (int32_t)sys_gettid();
 	err = requeue_in_front(a, 0, a->rec, a->nr_private, scratch,
-			       &a->nr_late_private);
+			       &a->nr_late_private, &a->nr_late_timers_private);
 	if (!err && a->want_shared)
 		err = requeue_in_front(a, 1, a->rec + (unsigned long)a->nr_private *
 				       PEEK_RECORD_SIZE, a->nr_shared, scratch,
-				       &a->nr_late_shared);
+				       &a->nr_late_shared, &a->nr_late_timers_shared);
 	if (err) {
 		a->err = err;
 		return 0;

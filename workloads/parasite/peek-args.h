@@ -38,6 +38,9 @@ struct peek_args {
 	/* REQUEUE: records found queued before ours (in front: put back behind them) */
 	uint32_t nr_late_private;
 	uint32_t nr_late_shared;
+	/* REQUEUE in front: SI_TIMER records among the late ones */
+	uint32_t nr_late_timers_private;
+	uint32_t nr_late_timers_shared;
 	/* REQUEUE: each queue peeked afterwards, behind the records written */
 	uint32_t nr_after_private;
 	uint32_t nr_after_shared;

@@ -28,8 +28,9 @@
  * pending stop signals or a pending SIGCONT from its queues.
  *
  * stdout: "private TID N crc32 X" for each thread, "shared N crc32 X"
- * (REQUEUE: "requeued private|shared TID N late L merged M timers T verified",
- * T of the L late ones SI_TIMER records), then
+ * (REQUEUE: "requeued private|shared TID N late L merged M timers T arrived A
+ * verified", T of the L late ones SI_TIMER records, A records that arrived
+ * meanwhile and stand in front of the N), then
  * "total N records, T us seized" (T: from the first seize to the last
  * detach). With --out, DIR/private.TID.bin and DIR/shared.bin get the
  * 128-byte records, in queue order; TID is the thread's id in its own PID
@@ -498,50 +499,69 @@ static bool has_standard(const unsigned char *recs, uint32_t nr, const unsigned 
 }
 
 /*
+ * Where @nr records at @want (@merged of them, standard signals whose
+ * number was pending already, left out) stand in @after, from @from on:
+ * the first position at or after @from, or -1. Signals that arrive while
+ * the parasite works (senders do not stop for it; a held copy's timers
+ * run) may land in front of them: the caller counts those.
+ */
+static long find_block(const unsigned char *want, uint32_t nr, const unsigned char *after,
+		       uint32_t nr_after, uint32_t from, uint32_t late, uint32_t *merged)
+{
+	uint32_t p, i, k;
+
+	for (p = from; p <= nr_after; p++) {
+		*merged = 0;
+		for (i = 0, k = p; i < nr; i++) {
+			const unsigned char *rec = RECORD(want, i);
+
+			if (behind && standard(rec) && has_standard(after, late, rec)) {
+				(*merged)++;
+				continue;
+			}
+			if (k >= nr_after || memcmp(rec, RECORD(after, k), PEEK_RECORD_SIZE))
+				break;
+			k++;
+		}
+		if (i == nr)
+			return p;
+	}
+	return -1;
+}
+
+/*
  * In front: the queue holds the records written, byte for byte and in
  * order, then the late ones put back behind them. Behind: the late ones
  * (earlier records), then the written ones. A standard signal pending
  * twice merges into one, as a second send of it would have: a late one
  * whose number was written (in front), or a written one whose number was
- * pending (behind), is not queued again.
+ * pending (behind), is not queued again. Records that arrived meanwhile
+ * may stand before the written ones ("arrived A"); nothing is lost or
+ * queued twice, but they went ahead of older ones.
  */
 static int check_queue(int tid, const char *label, const unsigned char *want,
-		       uint32_t nr, uint32_t late, const unsigned char *after,
-		       uint32_t nr_after)
+		       uint32_t nr, uint32_t late, uint32_t late_timers,
+		       const unsigned char *after, uint32_t nr_after)
 {
-	uint32_t i, kept = 0, merged = 0, head = behind ? late : 0;
-	const unsigned char *tail = RECORD(after, nr_after > nr ? nr : nr_after);
-	bool bad = nr_after < (behind ? late : nr) || nr_after > nr + late;
+	uint32_t from = behind ? late : 0, merged = 0, i, end;
+	long at = nr_after >= from ? find_block(want, nr, after, nr_after, from, late, &merged) : -1;
+	bool bad = at < 0;
 
-	for (i = 0; !bad && i < nr; i++) {
-		const unsigned char *rec = RECORD(want, i);
-
-		if (behind && standard(rec) && has_standard(after, late, rec)) {
-			merged++;
-			continue;
-		}
-		if (head + kept >= nr_after ||
-		    memcmp(rec, RECORD(after, head + kept), PEEK_RECORD_SIZE))
-			bad = true;
-		kept++;
-	}
-	if (!bad && !behind) {
-		for (i = 0; i < nr_after - nr; i++)
-			if (standard(RECORD(tail, i)) && has_standard(want, nr, RECORD(tail, i)))
-				bad = true;
-		merged = nr + late - nr_after;
-	}
-	if (!bad && behind && nr_after != late + kept)
-		bad = true;
+	end = bad ? 0 : (uint32_t)at + nr - (behind ? merged : 0);
+	for (i = end; !bad && !behind && i < nr_after; i++)
+		if (standard(RECORD(after, i)) && has_standard(want, nr, RECORD(after, i)))
+			bad = true;	/* a late one of a written number was not merged */
+	if (!bad && !behind)
+		merged = nr + late + (uint32_t)at > nr_after ? nr + late + (uint32_t)at - nr_after : 0;
 	if (bad) {
 		fprintf(stderr, "thread %d: the %s queue does not hold the %u records written "
 			"%s the %u there before (%u queued)\n", tid, label, nr,
 			behind ? "behind" : "in front of", late, nr_after);
 		return -1;
 	}
-	printf("requeued %s %d %u late %u merged %u timers %u verified\n", label, tid, nr,
-	       late, merged, behind ? timer_records(after, late) :
-	       timer_records(tail, nr_after - (nr_after > nr ? nr : nr_after)));
+	printf("requeued %s %d %u late %u merged %u timers %u arrived %u verified\n", label,
+	       tid, nr, late, merged, behind ? timer_records(after, late) : late_timers,
+	       (uint32_t)at - from);
 	return 0;
 }
 
@@ -550,13 +570,13 @@ static int check_requeued(const struct peek_args *a, int tid)
 	const unsigned char *after = RECORD(a->rec, a->nr_private + a->nr_shared);
 
 	if (check_queue(tid, "private", a->rec, a->nr_private, a->nr_late_private,
-			after, a->nr_after_private))
+			a->nr_late_timers_private, after, a->nr_after_private))
 		return -1;
 	if (!a->want_shared)
 		return 0;
 	return check_queue(tid, "shared", RECORD(a->rec, a->nr_private), a->nr_shared,
-			   a->nr_late_shared, RECORD(after, a->nr_after_private),
-			   a->nr_after_shared);
+			   a->nr_late_shared, a->nr_late_timers_shared,
+			   RECORD(after, a->nr_after_private), a->nr_after_shared);
 }
 
 /* Report what the parasite left in @a for thread @tid, save it under @out. */

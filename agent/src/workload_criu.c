@@ -45,38 +45,6 @@ extern char **environ;
 static const char *const dump_dirs[] = { "criu", "signals", "meta", NULL };
 static const char *const delta_dirs[] = { "signals", NULL };
 
-/* The last line of @path, for an error's detail. */
-static void last_line(const char *path, char *buf, size_t len)
-{
-	char tail[512];
-	ssize_t n = 0;
-	char *line;
-	int fd;
-
-	buf[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = pread(fd, tail, sizeof(tail) - 1, 0);
-	if (n > 0) {
-		off_t size = lseek(fd, 0, SEEK_END);
-
-		if (size > (off_t)sizeof(tail) - 1)
-			n = pread(fd, tail, sizeof(tail) - 1, size - (off_t)sizeof(tail) + 1);
-	}
-	close(fd);
-	if (n <= 0)
-		return;
-	tail[n] = '\0';
-	while (n > 0 && tail[n - 1] == '\n')
-		tail[--n] = '\0';
-	line = strrchr(tail, '\n');
-	line = line ? line + 1 : tail;
-	n = (ssize_t)strnlen(line, len - 1);
-	memcpy(buf, line, (size_t)n);
-	buf[n] = '\0';
-}
-
 static int spawn_tool(char **argv, int out_fd, const char *errlog,
 		      const int *fds, int nfds, pid_t *pid)
 {
@@ -163,7 +131,7 @@ static int run_tool(const char *const *args, const char *dir, const int *fds,
 				     args[0], TOOL_TIMEOUT_MS / 1000);
 	if (!ret && strncmp(line, args[0], vlen) == 0 && line[vlen] == ' ')
 		return 0;
-	last_line(errlog, why, sizeof(why));
+	wl_last_line(errlog, why, sizeof(why));
 	return api_error_set(err, status, code, "sigmig-criu %s: %s", args[0],
 			     why[0] ? why : "failed without a reason");
 }

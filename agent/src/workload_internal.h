@@ -108,6 +108,8 @@ int wl_write_file(const char *path, const uint8_t *data, size_t len,
 		  struct api_error *err);
 
 /* workload_spawn.c */
+/* The last line of the file @path: a program's or a tool's reason. */
+void wl_last_line(const char *path, char *buf, size_t len);
 int wl_program_path(const char *program, char *path, size_t len,
 		    struct api_error *err);
 struct wl_spawn_args {

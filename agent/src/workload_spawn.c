@@ -169,8 +169,8 @@ int wl_spawn(struct workload *w, void *args, struct api_error *err)
 	return 0;
 }
 
-/* The last line the program wrote: its one-line reason on failure. */
-static void last_log_line(const struct workload *w, char *buf, size_t len)
+/* The last line of the file @path: a program's or a tool's reason. */
+void wl_last_line(const char *path, char *buf, size_t len)
 {
 	char tail[1024];
 	ssize_t n = 0;
@@ -179,7 +179,7 @@ static void last_log_line(const struct workload *w, char *buf, size_t len)
 	int fd;
 
 	buf[0] = '\0';
-	fd = open(w->log, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	size = lseek(fd, 0, SEEK_END);
@@ -218,7 +218,7 @@ int wl_exit_error(struct workload *w, unsigned int status, const char *code,
 	wait_status = w->wait_status;
 	wl_unlock();
 	describe_exit(wait_status, how, sizeof(how));
-	last_log_line(w, line, sizeof(line));
+	wl_last_line(w->log, line, sizeof(line));
 	return api_error_set(err, status, code, "%s: %s %s%s%s", w->id, what,
 			     how, line[0] ? ": " : "", line);
 }

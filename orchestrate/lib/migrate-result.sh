@@ -31,7 +31,7 @@ check_ledger() {
 	host_sigledger
 	[ "$MIGRATED" = 0 ] || window=$(exit_window_arg)
 	[ -z "$window" ] || args+=(--exit-window "$window")
-	[ "$engine" = runtime ] || args+=(--pid-namespace)
+	[ "${engine:-runtime}" = runtime ] || args+=(--pid-namespace)
 	# Senders on B (sender-N-b.log) stamp B's clock, as the restored ledger does.
 	for f in "$out"/sender-*.log; do
 		case $f in
@@ -101,7 +101,7 @@ write_result() {
 		--argjson extra "$(ledger_extra)" --argjson failures "$failures_json" \
 		--arg status "$MIGRATE_STATUS" --argjson exact "$EXACT" --argjson held "$HELD" \
 		--argjson held_s "${HELD_SECONDS:-0}" --arg pid_a "$PID_A" --arg pid_b "${PID_B:-}" \
-		--arg engine "$engine" --arg program "$PROGRAM_A" '
+		--arg engine "${engine:-runtime}" --arg program "${PROGRAM_A:-sigstorm}" '
 		def sizes: if . == null then null else
 			{total: .pending_total, threads: [.threads[].pending.count], shared: .shared.count} end;
 		{version: 2, expect: $expect, fault: $fault, exact_snapshot: ($exact == 1),

@@ -500,38 +500,41 @@ static bool has_standard(const unsigned char *recs, uint32_t nr, const unsigned 
 
 /*
  * Where @nr records at @want (@merged of them, standard signals whose
- * number was pending already, left out) stand in @after, from @from on:
- * the first position at or after @from, or -1. Signals that arrive while
- * the parasite works (senders do not stop for it; a held copy's timers
- * run) may land in front of them: the caller counts those.
+ * number was pending already, left out) stand in @after, from @from on,
+ * in order: the position after the last of them, or -1; *@arrived counts
+ * the records between them that are not theirs. Signals arrive while the
+ * parasite works (senders do not stop for it; a held copy's timers run)
+ * and may land in front of or among them: nothing is lost or queued
+ * twice, those few go ahead of older ones.
  */
 static long find_block(const unsigned char *want, uint32_t nr, const unsigned char *after,
-		       uint32_t nr_after, uint32_t from, uint32_t late, uint32_t *merged)
+		       uint32_t nr_after, uint32_t from, uint32_t late, uint32_t *merged,
+		       uint32_t *arrived)
 {
-	uint32_t p, i, k;
+	uint32_t i, k = from;
 
-	for (p = from; p <= nr_after; p++) {
-		*merged = 0;
-		for (i = 0, k = p; i < nr; i++) {
-			const unsigned char *rec = RECORD(want, i);
+	*merged = *arrived = 0;
+	for (i = 0; i < nr; i++) {
+		const unsigned char *rec = RECORD(want, i);
 
-			/*
-			 * A drain is not atomic: a standard signal that came
-			 * again after its dequeue was saved twice, and merges.
-			 */
-			if (standard(rec) && (has_standard(want, i, rec) ||
-					      (behind && has_standard(after, late, rec)))) {
-				(*merged)++;
-				continue;
-			}
-			if (k >= nr_after || memcmp(rec, RECORD(after, k), PEEK_RECORD_SIZE))
-				break;
-			k++;
+		/*
+		 * A drain is not atomic: a standard signal that came again
+		 * after its dequeue was saved twice, and merges.
+		 */
+		if (standard(rec) && (has_standard(want, i, rec) ||
+				      (behind && has_standard(after, late, rec)))) {
+			(*merged)++;
+			continue;
 		}
-		if (i == nr)
-			return p;
+		while (k < nr_after && memcmp(rec, RECORD(after, k), PEEK_RECORD_SIZE)) {
+			k++;
+			(*arrived)++;
+		}
+		if (k >= nr_after)
+			return -1;
+		k++;
 	}
-	return -1;
+	return k;
 }
 
 /*
@@ -548,16 +551,16 @@ static int check_queue(int tid, const char *label, const unsigned char *want,
 		       uint32_t nr, uint32_t late, uint32_t late_timers,
 		       const unsigned char *after, uint32_t nr_after)
 {
-	uint32_t from = behind ? late : 0, merged = 0, i, end;
-	long at = nr_after >= from ? find_block(want, nr, after, nr_after, from, late, &merged) : -1;
-	bool bad = at < 0;
+	uint32_t from = behind ? late : 0, merged = 0, arrived = 0, i;
+	long end = nr_after >= from ?
+		   find_block(want, nr, after, nr_after, from, late, &merged, &arrived) : -1;
+	bool bad = end < 0;
 
-	end = bad ? 0 : (uint32_t)at + nr - merged;
-	for (i = end; !bad && !behind && i < nr_after; i++)
+	for (i = bad ? 0 : (uint32_t)end; !bad && !behind && i < nr_after; i++)
 		if (standard(RECORD(after, i)) && has_standard(want, nr, RECORD(after, i)))
 			bad = true;	/* a late one of a written number was not merged */
-	if (!bad && !behind)	/* also the late ones of a written number */
-		merged = nr + late + (uint32_t)at > nr_after ? nr + late + (uint32_t)at - nr_after : 0;
+	if (!bad && !behind)	/* the late ones of a written number, and repeats */
+		merged = nr + late + arrived > nr_after ? nr + late + arrived - nr_after : 0;
 	if (bad) {
 		fprintf(stderr, "thread %d: the %s queue does not hold the %u records written "
 			"%s the %u there before (%u queued)\n", tid, label, nr,
@@ -566,7 +569,7 @@ static int check_queue(int tid, const char *label, const unsigned char *want,
 	}
 	printf("requeued %s %d %u late %u merged %u timers %u arrived %u verified\n", label,
 	       tid, nr, late, merged, behind ? timer_records(after, late) : late_timers,
-	       (uint32_t)at - from);
+	       arrived);
 	return 0;
 }
 

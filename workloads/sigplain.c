@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sigmig/ledger.h>
+
 #define MAX_THREADS	16
 #define TIMER_SIGNAL	(SIGRTMIN + 6)
 #define TIMER_VALUE	0x7469636bull	/* "tick" */
@@ -36,50 +38,18 @@
 
 static int ledger_fd = -1;
 static __thread int self_index;
-static const char hexd[] = "0123456789abcdef";
-
-static char *put_dec(char *p, long long v)
-{
-	unsigned long long u = v < 0 ? -(unsigned long long)v : (unsigned long long)v;
-	char tmp[24];
-	int n = 0;
-
-	if (v < 0)
-		*p++ = '-';
-	do
-		tmp[n++] = (char)('0' + u % 10);
-	while (u /= 10);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
 /* Async-signal-safe: one ledger line, one write(). */
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	const unsigned char *b = (const unsigned char *)si;
-	char line[400], *p = line;
-	struct timespec ts;
+	char line[SIGMIG_LEDGER_LINE_MAX];
 	int saved = errno;
-	size_t i;
+	size_t n;
 
 	(void)sig;
 	(void)uc;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*p++ = 'D';
-	*p++ = ' ';
-	p = put_dec(p, self_index);
-	*p++ = ' ';
-	p = put_dec(p, (long long)syscall(SYS_gettid));
-	*p++ = ' ';
-	p = put_dec(p, (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
-	*p++ = ' ';
-	for (i = 0; i < sizeof(*si); i++) {
-		*p++ = hexd[b[i] >> 4];
-		*p++ = hexd[b[i] & 15];
-	}
-	*p++ = '\n';
-	if (write(ledger_fd, line, (size_t)(p - line)) < 0)
+	n = sigmig_ledger_delivery(line, self_index, (long long)syscall(SYS_gettid),
+				   si, sizeof(*si));
+	if (write(ledger_fd, line, n) < 0)
 		_exit(4);
 	errno = saved;
 }
@@ -88,15 +58,12 @@ static void ledger_printf(const char *fmt, ...) __attribute__((format(printf, 1,
 
 static void ledger_printf(const char *fmt, ...)
 {
-	char line[256];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0 || write(ledger_fd, line, (size_t)n) != n)
+	if (sigmig_fd_vprintf(ledger_fd, fmt, ap))
 		perror("sigplain: ledger");
+	va_end(ap);
 }
 
 /*

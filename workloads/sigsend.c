@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sigmig/ledger.h>
+
 #define PAYLOAD_TAG	0x5347000000000000ull
 #define ID_SHIFT	32
 #define ID_MAX		0xffffu
@@ -65,14 +67,13 @@ static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void logf_(const char *fmt, ...)
 {
-	char line[256];
 	va_list ap;
-	int n;
+	int ret;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
+	ret = sigmig_fd_vprintf(log_fd, fmt, ap);
 	va_end(ap);
-	if (write(log_fd, line, (size_t)n) != n) {
+	if (ret) {
 		perror("sigsend: log");
 		exit(1);
 	}

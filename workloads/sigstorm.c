@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sigmig/runtime.h>
+#include <sigmig/ledger.h>
 #include <sigmig/sfd.h>
 
 #define MAX_THREADS	64
@@ -65,49 +66,19 @@ static mqd_t mq = (mqd_t)-1;
 static char mq_name[64];
 static volatile int stop;
 
-static const char hexd[] = "0123456789abcdef";
-
-static char *put_dec(char *p, long long v)
-{
-	char tmp[24];
-	int n = 0;
-	unsigned long long u = v < 0 ? -(unsigned long long)v : (unsigned long long)v;
-
-	if (v < 0)
-		*p++ = '-';
-	do
-		tmp[n++] = (char)('0' + u % 10);
-	while (u /= 10);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
 /* Async-signal-safe: format one ledger line and append it with one write. */
 static void ledger_handler(int sig, siginfo_t *si, void *uc)
 {
-	char line[400], *p = line;
-	const unsigned char *b = (const unsigned char *)si;
-	struct timespec ts;
-	int saved = errno, i;
+	char line[SIGMIG_LEDGER_LINE_MAX];
+	int saved = errno;
+	size_t n;
 
 	(void)sig;
 	(void)uc;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*p++ = 'D';
-	*p++ = ' ';
-	p = put_dec(p, self_index);
-	*p++ = ' ';
-	p = put_dec(p, self_tid ? self_tid : (pid_t)syscall(SYS_gettid));
-	*p++ = ' ';
-	p = put_dec(p, (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec);
-	*p++ = ' ';
-	for (i = 0; i < SI_MAX_SIZE; i++) {
-		*p++ = hexd[b[i] >> 4];
-		*p++ = hexd[b[i] & 15];
-	}
-	*p++ = '\n';
-	if (write(ledger_fd, line, (size_t)(p - line)) < 0)
+	n = sigmig_ledger_delivery(line, self_index,
+				   self_tid ? self_tid : (pid_t)syscall(SYS_gettid),
+				   si, SI_MAX_SIZE);
+	if (write(ledger_fd, line, n) < 0)
 		_exit(4);
 	errno = saved;
 }
@@ -116,15 +87,12 @@ static void ledger_printf(const char *fmt, ...) __attribute__((format(printf, 1,
 
 static void ledger_printf(const char *fmt, ...)
 {
-	char line[256];
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (write(ledger_fd, line, (size_t)n) != n)
+	if (sigmig_fd_vprintf(ledger_fd, fmt, ap))
 		perror("ledger");
+	va_end(ap);
 }
 
 static int caught(int sig)

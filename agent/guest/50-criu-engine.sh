@@ -37,27 +37,12 @@ trap 'exit 143' TERM
 need_tools curl jq criu "$AGENT_BIN" "$BIN_DIR/sigplain" "$BIN_DIR/sigsend" \
 	"$BIN_DIR/sigledger" "$BIN_DIR/sigmig-criu"
 
-bcurl() {	# METHOD PATH [curl args...]: B's reply body on stdout
-	m=$1 p=$2
-	shift 2
-	curl -s -m 30 -X "$m" -H "Authorization: Bearer $TOKEN" "$@" "http://127.0.0.1:$PORT_B$p"
-}
 
 ns_init() {	# PID: pid 1 of a PID namespace of its own
 	grep -Eq "^NSpid:[[:space:]]+$1[[:space:]]+1\$" "/proc/$1/status"
 }
 
-start_agent --log-level info ||
-	{ echo "not ok 1 - agent A did not come up"; cat "$WORK/agent.log"; exit 1; }
-req GET /v1/capabilities
-if [ "$(jqb .migration)" != true ]; then
-	echo "ok 1 - # SKIP the kernel lacks the interface: no migration"
-	finish
-	exit 0
-fi
-start_second_agent "$PORT_B" "$STATE_B"
-check "agents A ($BASE) and B (port $PORT_B) answer" \
-	wait_for 20 sh -c "curl -fs -m 2 -o /dev/null http://127.0.0.1:$PORT_B/v1/health"
+start_agents_a_b "$PORT_B" "$STATE_B"
 
 # start_plain ID_SEED SECONDS: sigplain (engine criu) and a sender to it
 start_plain() {

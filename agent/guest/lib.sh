@@ -267,6 +267,28 @@ start_second_agent() {	# PORT STATE_DIR
 	B_PID=$!
 }
 
+# Agents A and B for a move within the guest; the test ends with a SKIP on
+# a kernel without the migration interface.
+start_agents_a_b() {	# PORT_B STATE_DIR_B
+	start_agent --log-level info ||
+		{ echo "not ok 1 - agent A did not come up"; cat "$WORK/agent.log"; exit 1; }
+	req GET /v1/capabilities
+	if [ "$(jqb .migration)" != true ]; then
+		echo "ok 1 - # SKIP the kernel lacks the interface: no migration"
+		finish
+		exit 0
+	fi
+	start_second_agent "$1" "$2"
+	check "agents A ($BASE) and B (port $1) answer" \
+		wait_for 20 sh -c "curl -fs -m 2 -o /dev/null http://127.0.0.1:$1/v1/health"
+}
+
+bcurl() {	# METHOD PATH [curl args...]: agent B's (PORT_B) reply body on stdout
+	b_m=$1 b_p=$2
+	shift 2
+	curl -s -m 30 -X "$b_m" -H "Authorization: Bearer $TOKEN" "$@" "http://127.0.0.1:$PORT_B$b_p"
+}
+
 # It ends, and so do the workloads it started (recorded by socket or pid).
 stop_second_agent() {	# STATE_DIR
 	if [ -n "${B_PID:-}" ]; then

@@ -452,40 +452,22 @@ static void do_restore(struct request *req, struct reply *out,
 {
 	struct api_error err;
 	struct workload *w;
+	int ret;
 
-	if (workload_restore((uint8_t *)req->body, req->body_len, q->program,
-			     &q->args, q->hold, &w, &err)) {
-		metrics_restore("failed");
+	if (q->criu)	/* the bundle is checked there, before a byte is written */
+		ret = workload_restore_criu((uint8_t *)req->body, req->body_len,
+					    q->program, &q->args, q->hold, &w, &err);
+	else
+		ret = workload_restore((uint8_t *)req->body, req->body_len, q->program,
+				       &q->args, q->hold, &w, &err);
+	if (ret) {
+		metrics_restore(strcmp(err.code, "bad_image") ? "failed" : "rejected");
 		reply_problem(out, &err, req);
 		return;
 	}
 	fault_hit(FAULT_RESTORE_BEFORE_REPLY, "a restore succeeded, not answered");
 	metrics_restore("restored");
 	count_requeued(w);
-	reply_created(out, w);
-	workload_put(w);
-}
-
-/* Engine "criu": the body is a bundle of CRIU's images and the records. */
-static void do_restore_criu(struct request *req, struct reply *out,
-			    struct restore_query *q)
-{
-	struct api_error err;
-	struct workload *w;
-
-	if (!q->hold || strcmp(q->program, "sigplain")) {
-		reply_error(out, req, 400, "invalid_parameter",
-			    "engine=criu restores held (hold=1) and program=sigplain");
-		return;
-	}
-	if (workload_restore_criu((uint8_t *)req->body, req->body_len, q->program,
-				  &q->args, &w, &err)) {
-		metrics_restore(err.status == 400 ? "rejected" : "failed");
-		reply_problem(out, &err, req);
-		return;
-	}
-	fault_hit(FAULT_RESTORE_BEFORE_REPLY, "a restore succeeded, not answered");
-	metrics_restore("restored");
 	reply_created(out, w);
 	workload_put(w);
 }
@@ -509,7 +491,7 @@ void handle_restore(struct request *req, struct reply *out)
 		goto out;
 	}
 	if (q.criu) {
-		do_restore_criu(req, out, &q);
+		do_restore(req, out, &q);
 		goto out;
 	}
 	if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,
@@ -534,30 +516,6 @@ static int collect_requeue_query(void *cls, const char *key, const char *value)
 	return requeue_query_add(cls, key, value);
 }
 
-/* Engine "criu": a commit delta (a bundle) into a held copy, once. */
-static void requeue_criu(struct request *req, struct reply *out,
-			 struct workload *w, const struct requeue_query *q)
-{
-	struct api_error err;
-	json_t *result = NULL;
-
-	if (q->source[0]) {
-		reply_error(out, req, 400, "invalid_parameter",
-			    "engine criu: a copy takes one commit delta, no batches");
-		return;
-	}
-	if (workload_begin_op(w, 0, &err)) {
-		reply_problem(out, &err, req);
-		return;
-	}
-	if (criu_requeue_held(w, (uint8_t *)req->body, req->body_len, &result, &err))
-		reply_problem(out, &err, req);
-	else
-		reply_json(out, 200, json_pack("{s:o, s:o}", "result", result,
-					       "workload", workload_to_json(w, false)));
-	workload_end_op(w);
-}
-
 /* Signals for a copy (a commit delta, a forwarded batch): checked whole first. */
 void handle_requeue(struct request *req, struct reply *out)
 {
@@ -580,16 +538,15 @@ void handle_requeue(struct request *req, struct reply *out)
 			    "send the commit delta (an image) as the request body");
 		goto out;
 	}
-	if (workload_is_criu(w)) {
-		requeue_criu(req, out, w, &q);
-		goto out;
+	/* engine criu: a bundle, which workload_requeue() checks whole */
+	if (!workload_is_criu(w)) {
+		if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,
+					sizeof(why))) {
+			reply_error(out, req, 400, "bad_image", "%s", why);
+			goto out;
+		}
+		sigmig_image_free(&img);
 	}
-	if (sigmig_image_decode((uint8_t *)req->body, req->body_len, &img, why,
-				sizeof(why))) {
-		reply_error(out, req, 400, "bad_image", "%s", why);
-		goto out;
-	}
-	sigmig_image_free(&img);
 	if (workload_begin_op(w, 0, &err)) {
 		reply_problem(out, &err, req);
 		goto out;

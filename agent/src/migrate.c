@@ -20,20 +20,10 @@
 #include "forward.h"
 #include "metrics.h"
 #include "migrate.h"
+#include "migrate_internal.h"
 #include "workload_criu.h"
 
-/*
- * Consecutive phases: each ends where the next begins, so that they add
- * up to the downtime exactly. transfer is the part of the image POST until
- * its last byte was handed to TCP, restore the rest of it, until B's answer.
- */
-struct timings {
-	double start, freeze, dump, transfer, restore, commit, resume, downtime;
-	double mark;	/* the end of the last phase taken */
-};
-
-/* The time since the end of the previous phase, which ends the next one. */
-static double phase_end(struct timings *t)
+double migrate_phase_end(struct timings *t)
 {
 	double now = clock_mono_s(), d = now - t->mark;
 
@@ -55,7 +45,7 @@ int restore_path_for(const struct workload *w, char *buf, size_t len)
 	return 0;
 }
 
-static json_t *timings_json(const struct timings *t)
+json_t *migrate_timings_json(const struct timings *t)
 {
 	return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
 			 "freeze_ms", t->freeze * 1e3, "dump_ms", t->dump * 1e3,
@@ -137,7 +127,7 @@ static int carry_delta(struct forwarder *f, const struct migrate_request *req,
 	return -1;
 }
 
-void migrate_peer_problem(const struct http_result *res, struct api_error *err)
+static void peer_problem(const struct http_result *res, struct api_error *err)
 {
 	json_t *doc = res->body ? json_loads(res->body, 0, NULL) : NULL;
 	const char *code = json_string_value(json_object_get(doc, "code"));
@@ -150,8 +140,8 @@ void migrate_peer_problem(const struct http_result *res, struct api_error *err)
 	json_decref(doc);
 }
 
-void migrate_transfer_failure(const struct migrate_request *req,
-			      const struct http_result *res, struct api_error *err)
+static void transfer_failure(const struct migrate_request *req,
+			     const struct http_result *res, struct api_error *err)
 {
 	if (res->error == ETIMEDOUT)
 		api_error_set(err, 504, "target_timeout",
@@ -196,10 +186,32 @@ static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
 			return -1;	/* nothing frozen, nothing to undo */
 	}
 	json_decref(result);
-	t->freeze = phase_end(t);
+	t->freeze = migrate_phase_end(t);
 	if (workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err))
 		return abort_migration(w, err);
-	t->dump = phase_end(t);
+	t->dump = migrate_phase_end(t);
+	return 0;
+}
+
+int migrate_post(const struct migrate_request *req, const char *path,
+		 const uint8_t *body, size_t len, struct http_result *res,
+		 struct timings *t, struct api_error *err)
+{
+	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
+		       body, len, req->timeout_ms, MIGRATE_STALL_MS, res)) {
+		transfer_failure(req, res, err);
+		return -1;
+	}
+	t->transfer = res->connect_s + res->send_s;
+	t->restore = migrate_phase_end(t) - t->transfer;
+	if (t->restore < 0) {	/* clocks of one host: cannot be, but never negative */
+		t->transfer += t->restore;
+		t->restore = 0;
+	}
+	if (res->status < 200 || res->status > 299) {
+		peer_problem(res, err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -213,22 +225,8 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 		api_error_set(err, 500, "internal", "workload arguments too long");
 		return abort_migration(w, err);
 	}
-	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
-		       dump->payload, dump->payload_len, req->timeout_ms,
-		       MIGRATE_STALL_MS, res)) {
-		migrate_transfer_failure(req, res, err);
+	if (migrate_post(req, path, dump->payload, dump->payload_len, res, t, err))
 		return abort_migration(w, err);
-	}
-	t->transfer = res->connect_s + res->send_s;
-	t->restore = phase_end(t) - t->transfer;
-	if (t->restore < 0) {	/* clocks of one host: cannot be, but never negative */
-		t->transfer += t->restore;
-		t->restore = 0;
-	}
-	if (res->status < 200 || res->status > 299) {
-		migrate_peer_problem(res, err);
-		return abort_migration(w, err);
-	}
 	return 0;
 }
 
@@ -242,7 +240,7 @@ static json_t *success_json(struct workload *w, const struct migrate_request *re
 			 "target_workload", remote ? remote : json_null(),
 			 "signals", json_object_get(dump->json, "signals") ?:
 			 json_null(), "image_bytes", (json_int_t)dump->payload_len,
-			 "commit", commit, "timings", timings_json(t));
+			 "commit", commit, "timings", migrate_timings_json(t));
 }
 
 /* Held copies have not resumed yet: their downtime is not known here. */
@@ -344,14 +342,14 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		spooled = true;
 	}
 	ctl_reply_free(&delta);
-	t.commit = phase_end(&t);
+	t.commit = migrate_phase_end(&t);
 	/*
 	 * Held on request, so that the caller can compare B's queues with
 	 * the image before anything is delivered; it resumes on its thaw.
 	 */
 	if (req->resume_target && !problem[0])
 		running = thaw_target(req, id, problem, sizeof(problem));
-	t.resume = phase_end(&t);
+	t.resume = migrate_phase_end(&t);
 	t.downtime = t.mark - t.start;
 	/* the copy runs: what reaches the original now goes after it */
 	if (forwarding) {

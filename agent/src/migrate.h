@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "forward.h"
-#include "http_reply.h"
 #include "problem.h"
 #include "validate.h"
 #include "workload.h"
@@ -22,13 +21,8 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 /* "/v1/restore?program=P&arg=A1&arg=A2..." for @w. */
 int restore_path_for(const struct workload *w, char *buf, size_t len);
 
-/* Shared by both engines (migrate_criu.c has the "criu" one). */
+/* Engine "criu" (migrate_criu.c): migrate_workload() of such a workload. */
 int migrate_criu(struct workload *w, const struct migrate_request *req,
 		 json_t **result, struct api_error *err);
-/* The id the peer gave its held copy, or NULL. */
-const char *migrate_target_id(json_t *remote);
-void migrate_transfer_failure(const struct migrate_request *req,
-			      const struct http_result *res, struct api_error *err);
-void migrate_peer_problem(const struct http_result *res, struct api_error *err);
 
 #endif

@@ -19,20 +19,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "migrate.h"
+#include "migrate_internal.h"
 #include "workload_criu.h"
-
-struct criu_timings {
-	double dump, transfer, restore, commit, resume, downtime;
-	double start, mark;
-};
-
-static double lap(struct criu_timings *t)
-{
-	double now = clock_mono_s(), d = now - t->mark;
-
-	t->mark = now;
-	return d;
-}
 
 static int criu_restore_path(struct workload *w, char *buf, size_t len)
 {
@@ -57,7 +45,7 @@ static int abort_move(struct workload *w, struct criu_move *m, struct api_error 
 
 static int send_dump(struct workload *w, const struct migrate_request *req,
 		     struct criu_move *m, struct http_result *res,
-		     struct criu_timings *t, struct api_error *err)
+		     struct timings *t, struct api_error *err)
 {
 	char path[8192];
 
@@ -65,21 +53,8 @@ static int send_dump(struct workload *w, const struct migrate_request *req,
 		api_error_set(err, 500, "internal", "workload arguments too long");
 		return abort_move(w, m, err);
 	}
-	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
-		       m->bundle, m->bundle_len, req->timeout_ms, MIGRATE_STALL_MS, res)) {
-		migrate_transfer_failure(req, res, err);
+	if (migrate_post(req, path, m->bundle, m->bundle_len, res, t, err))
 		return abort_move(w, m, err);
-	}
-	t->transfer = res->connect_s + res->send_s;
-	t->restore = lap(t) - t->transfer;
-	if (t->restore < 0) {
-		t->transfer += t->restore;
-		t->restore = 0;
-	}
-	if (res->status < 200 || res->status > 299) {
-		migrate_peer_problem(res, err);
-		return abort_move(w, m, err);
-	}
 	return 0;
 }
 
@@ -107,10 +82,13 @@ static int carry_delta(const struct migrate_request *req, struct criu_move *m,
 
 static json_t *result_json(struct workload *w, const struct migrate_request *req,
 			   const struct criu_move *m, json_t *remote, json_t *commit,
-			   const struct criu_timings *t)
+			   const struct timings *t)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:I, s:I, s:I, s:O, s:{s:f, s:f, s:f,"
-			 " s:f, s:f, s:f, s:f, s:f, s:f}}",
+	json_t *timings = migrate_timings_json(t);
+
+	json_object_set_new(timings, "drain_ms", json_real(m->drain_us / 1e3));
+	json_object_set_new(timings, "criu_dump_ms", json_real(m->criu_us / 1e3));
+	return json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:I, s:I, s:I, s:O, s:o}",
 			 "result", "committed", "engine", "criu",
 			 "workload", workload_id(w), "target", req->target_text,
 			 "target_workload", remote ? remote : json_null(),
@@ -118,12 +96,7 @@ static json_t *result_json(struct workload *w, const struct migrate_request *req
 			 "image_bytes", (json_int_t)m->bundle_len,
 			 "delta_drained", (json_int_t)m->delta_drained,
 			 "carried_at_commit", (json_int_t)m->carried,
-			 "commit", commit,
-			 "timings", "freeze_ms", 0.0,
-			 "drain_ms", m->drain_us / 1e3, "criu_dump_ms", m->criu_us / 1e3,
-			 "dump_ms", t->dump * 1e3, "transfer_ms", t->transfer * 1e3,
-			 "restore_ms", t->restore * 1e3, "commit_ms", t->commit * 1e3,
-			 "resume_ms", t->resume * 1e3, "downtime_ms", t->downtime * 1e3);
+			 "commit", commit, "timings", timings);
 }
 
 /*
@@ -153,7 +126,7 @@ static json_t *commit_original(struct workload *w, const struct migrate_request 
 int migrate_criu(struct workload *w, const struct migrate_request *req,
 		 json_t **result, struct api_error *err)
 {
-	struct criu_timings t = { .start = clock_mono_s() };
+	struct timings t = { .start = clock_mono_s() };
 	struct http_result res = { 0 };
 	json_t *remote = NULL, *running = NULL, *commit;
 	char problem[1024] = "";
@@ -164,7 +137,7 @@ int migrate_criu(struct workload *w, const struct migrate_request *req,
 	log_info("migrate %s to %s: engine criu, dumping", workload_id(w), req->target_text);
 	if (criu_dump(w, &m, err))
 		return -1;
-	t.dump = lap(&t);
+	t.dump = migrate_phase_end(&t);
 	metrics_signals_dumped(m.records);
 	if (send_dump(w, req, &m, &res, &t, err))
 		goto out;
@@ -177,11 +150,11 @@ int migrate_criu(struct workload *w, const struct migrate_request *req,
 		goto out;
 	}
 	commit = commit_original(w, req, &m, remote, id, problem, sizeof(problem));
-	t.commit = lap(&t);
+	t.commit = migrate_phase_end(&t);
 	if (req->resume_target && !problem[0])
 		running = forward_thaw_target(&req->target, req->target_text, req->token,
 					      req->timeout_ms, id, problem, sizeof(problem));
-	t.resume = lap(&t);
+	t.resume = migrate_phase_end(&t);
 	t.downtime = t.mark - t.start;
 	*result = result_json(w, req, &m, running ? running : remote, commit, &t);
 	json_decref(commit);

@@ -315,6 +315,8 @@ int workload_requeue(struct workload *w, const uint8_t *delta, size_t len,
 	struct ctl_reply reply;
 	int ret;
 
+	if (w->criu)
+		return criu_requeue_held(w, delta, len, source, result, err);
 	ret = check_batch(w, source, batch, err);
 	if (ret < 0)
 		return -1;

@@ -583,14 +583,17 @@ out:
 }
 
 int workload_restore_criu(const uint8_t *bundle, size_t len, const char *program,
-			  const struct workload_args *args, struct workload **out,
-			  struct api_error *err)
+			  const struct workload_args *args, bool hold,
+			  struct workload **out, struct api_error *err)
 {
 	char dir[STATE_PATH_MAX], why[256];
 	struct publish_criu p = { .dir = dir };
 	json_t *info = NULL;
 	struct workload *w;
 
+	if (!hold || strcmp(program, "sigplain"))
+		return api_error_set(err, 400, "invalid_parameter",
+				     "engine=criu restores held (hold=1) and program=sigplain");
 	snprintf(dir, sizeof(dir), "%s/criu-in.XXXXXX", wl_config()->state_dir);
 	if (!mkdtemp(dir))
 		return api_error_set(err, 500, "internal", "%s: %s", dir, strerror(errno));
@@ -640,12 +643,15 @@ static int unpack_delta(struct workload *w, const uint8_t *bundle, size_t len,
 }
 
 int criu_requeue_held(struct workload *w, const uint8_t *bundle, size_t len,
-		      json_t **result, struct api_error *err)
+		      const char *source, json_t **result, struct api_error *err)
 {
 	char dir[STATE_PATH_MAX], pid[16], line[TOOL_LINE_MAX];
 	const char *args[] = { "requeue-held", pid, dir, NULL };
 	int ret;
 
+	if (source && source[0])
+		return api_error_set(err, 400, "invalid_parameter",
+				     "engine criu: a copy takes one commit delta, no batches");
 	if (!wl_is_held(w))
 		return api_error_set(err, 409, "wrong_state",
 				     "%s: signals go into a held copy only", w->id);

@@ -44,11 +44,14 @@ void criu_move_free(struct criu_move *m);
 
 /* The target: @bundle restored by CRIU, records requeued and verified, held. */
 int workload_restore_criu(const uint8_t *bundle, size_t len, const char *program,
-			  const struct workload_args *args, struct workload **out,
-			  struct api_error *err);
-/* A delta bundle's records into the held copy @w, behind what it holds. */
+			  const struct workload_args *args, bool hold,
+			  struct workload **out, struct api_error *err);
+/*
+ * A delta bundle's records into the held copy @w, behind what it holds
+ * (workload_requeue() of an engine criu workload; no @source batches).
+ */
 int criu_requeue_held(struct workload *w, const uint8_t *bundle, size_t len,
-		      json_t **result, struct api_error *err);
+		      const char *source, json_t **result, struct api_error *err);
 /* The held copy @w runs. */
 int criu_release(struct workload *w, json_t **result, struct api_error *err);
 /* Engine "criu". */

@@ -274,20 +274,6 @@ static int count_queue(int fd, long long base, uint32_t *count)
  * signals while stopped). Take those out, peeked for their order and
  * dequeued, write ours, then theirs. @scratch has room for them.
  */
-/* SI_TIMER records among @nr at @recs: a timer's own, not a sender's. */
-static uint32_t timer_records(const unsigned char *recs, uint32_t nr)
-{
-	const unsigned char *c;
-	uint32_t i, n = 0;
-
-	for (i = 0; i < nr; i++) {
-		c = recs + (unsigned long)i * PEEK_RECORD_SIZE + 8;	/* si_code */
-		/* SI_TIMER, -2, little-endian */
-		n += c[0] == 0xfe && c[1] == 0xff && c[2] == 0xff && c[3] == 0xff;
-	}
-	return n;
-}
-
 static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
 			    uint32_t nr, unsigned char *scratch, uint32_t *late,
 			    uint32_t *late_timers)
@@ -316,7 +302,7 @@ static int requeue_in_front(struct peek_args *a, int shared, unsigned char *rec,
 	if (!err && !a->truncated)
 		err = drain_one(flags, a, scratch, peeked, &at, &dequeued);
 	*late = dequeued;
-	*late_timers = timer_records(drained, dequeued);
+	*late_timers = peek_timer_records(drained, dequeued);
 	if (err || a->truncated)
 		return err ? err : -E2BIG;
 	err = requeue_queue(a, shared, rec, nr);

@@ -47,4 +47,21 @@ struct peek_args {
 	unsigned char rec[];	/* PEEK_RECORD_SIZE bytes each */
 };
 
+/*
+ * SI_TIMER records (a timer's own, not a sender's) among @nr at @recs:
+ * si_code, at byte 8, is -2 (little-endian; no library call, for the
+ * freestanding parasite).
+ */
+static inline uint32_t peek_timer_records(const unsigned char *recs, uint32_t nr)
+{
+	const unsigned char *c;
+	uint32_t i, n = 0;
+
+	for (i = 0; i < nr; i++) {
+		c = recs + (unsigned long)i * PEEK_RECORD_SIZE + 8;
+		n += c[0] == 0xfe && c[1] == 0xff && c[2] == 0xff && c[3] == 0xff;
+	}
+	return n;
+}
+
 #endif /* SIGMIG_PEEK_ARGS_H */

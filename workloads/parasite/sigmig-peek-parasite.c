@@ -474,19 +474,6 @@ static bool standard(const unsigned char *rec)
 	return signo > 0 && signo < SIGRTMIN;
 }
 
-/* SI_TIMER records among @nr at @recs: a timer's own, not a sender's. */
-static uint32_t timer_records(const unsigned char *recs, uint32_t nr)
-{
-	uint32_t i, n = 0;
-	int code;
-
-	for (i = 0; i < nr; i++) {
-		memcpy(&code, RECORD(recs, i) + 8, sizeof(code));	/* si_code */
-		n += code == SI_TIMER;
-	}
-	return n;
-}
-
 /* A standard signal of @rec's number among @nr records at @recs. */
 static bool has_standard(const unsigned char *recs, uint32_t nr, const unsigned char *rec)
 {
@@ -568,7 +555,7 @@ static int check_queue(int tid, const char *label, const unsigned char *want,
 		return -1;
 	}
 	printf("requeued %s %d %u late %u merged %u timers %u arrived %u verified\n", label,
-	       tid, nr, late, merged, behind ? timer_records(after, late) : late_timers,
+	       tid, nr, late, merged, behind ? peek_timer_records(after, late) : late_timers,
 	       arrived);
 	return 0;
 }

@@ -31,12 +31,13 @@ static int criu_restore_path(struct workload *w, char *buf, size_t len)
 static int abort_move(struct workload *w, struct criu_move *m, struct api_error *err)
 {
 	size_t used = strlen(err->detail);
+	char why[256];
 
 	metrics_migration("aborted");
-	if (criu_abort(w, m))
+	if (criu_abort(w, m, why, sizeof(why)))
 		snprintf(err->detail + used, sizeof(err->detail) - used,
-			 "; putting the drained signals back failed too: they are "
-			 "in %s/signals", m->dir);
+			 "; putting the drained signals back failed too (%s): they are "
+			 "in %s/signals", why, m->dir);
 	else
 		snprintf(err->detail + used, sizeof(err->detail) - used,
 			 "; the original got its signals back and keeps running here");

@@ -278,13 +278,13 @@ int criu_dump(struct workload *w, struct criu_move *m, struct api_error *err)
 	    bundle_pack(m->dir, dump_dirs, &m->bundle, &m->bundle_len, why, sizeof(why))) {
 		if (!err->code)
 			api_error_set(err, 500, "internal", "the bundle: %s", why);
-		criu_abort(w, m);
+		criu_abort(w, m, why, sizeof(why));
 		return -1;
 	}
 	return 0;
 }
 
-int criu_abort(struct workload *w, struct criu_move *m)
+int criu_abort(struct workload *w, struct criu_move *m, char *why, size_t len)
 {
 	char pid[16], line[TOOL_LINE_MAX];
 	const char *args[] = { "abort", pid, m->dir, NULL };
@@ -294,6 +294,7 @@ int criu_abort(struct workload *w, struct criu_move *m)
 	if (run_tool(args, m->dir, NULL, 0, line, sizeof(line), 500, "abort_failed", &err)) {
 		log_error("%s: %s; the drained records stay in %s/signals", w->id,
 			  err.detail, m->dir);
+		snprintf(why, len, "%s", err.detail);
 		return -1;
 	}
 	log_info("%s: move aborted, its records put back, it runs on", w->id);

@@ -31,8 +31,11 @@ struct criu_move {
  * the bundle. On failure @w runs on with its signals.
  */
 int criu_dump(struct workload *w, struct criu_move *m, struct api_error *err);
-/* The drained records back into @w, in front; it runs on. */
-int criu_abort(struct workload *w, struct criu_move *m);
+/*
+ * The drained records back into @w, in front; it runs on. -1 with the
+ * tool's reason in @why when they could not all go back.
+ */
+int criu_abort(struct workload *w, struct criu_move *m, char *why, size_t len);
 /*
  * After the target's answer (@late: what its copy already held, per queue):
  * the original's queues drained, the original killed, what the copy lacks

@@ -56,6 +56,7 @@
 #include <compel/infect.h>
 
 #include "peek-args.h"
+#include "requeue-check.h"
 #include "parasite-blob.h"
 
 #define MAX_THREADS	1024
@@ -342,16 +343,6 @@ static int fill(struct peek_args *a, int tid, uint32_t max)
 	return 0;
 }
 
-#define RECORD(base, i)	((base) + (size_t)(i) * PEEK_RECORD_SIZE)
-
-static int record_signo(const unsigned char *rec)
-{
-	int signo;
-
-	memcpy(&signo, rec, sizeof(signo));	/* si_signo leads every layout */
-	return signo >= 1 && signo <= PEEK_NR_SIGNALS ? signo : 0;
-}
-
 /* What left one queue, in that queue's order. */
 struct left_queue {
 	unsigned char *rec;
@@ -463,100 +454,28 @@ static int report_drained(const struct peek_args *a, int tid, const char *out)
 }
 
 /*
- * REQUEUE: each queue, peeked after the write, must begin with the records
- * written, byte for byte and in order, followed by exactly the late ones
- * the parasite found queued and put back behind them.
- */
-static bool standard(const unsigned char *rec)
-{
-	int signo = record_signo(rec);
-
-	return signo > 0 && signo < SIGRTMIN;
-}
-
-/* A standard signal of @rec's number among @nr records at @recs. */
-static bool has_standard(const unsigned char *recs, uint32_t nr, const unsigned char *rec)
-{
-	uint32_t i;
-
-	for (i = 0; i < nr; i++)
-		if (standard(RECORD(recs, i)) && record_signo(RECORD(recs, i)) == record_signo(rec))
-			return true;
-	return false;
-}
-
-/*
- * Where @nr records at @want (@merged of them, standard signals whose
- * number was pending already, left out) stand in @after, from @from on,
- * in order: the position after the last of them, or -1; *@arrived counts
- * the records between them that are not theirs. Signals arrive while the
- * parasite works (senders do not stop for it; a held copy's timers run)
- * and may land in front of or among them: nothing is lost or queued
- * twice, those few go ahead of older ones.
- */
-static long find_block(const unsigned char *want, uint32_t nr, const unsigned char *after,
-		       uint32_t nr_after, uint32_t from, uint32_t late, uint32_t *merged,
-		       uint32_t *arrived)
-{
-	uint32_t i, k = from;
-
-	*merged = *arrived = 0;
-	for (i = 0; i < nr; i++) {
-		const unsigned char *rec = RECORD(want, i);
-
-		/*
-		 * A drain is not atomic: a standard signal that came again
-		 * after its dequeue was saved twice, and merges.
-		 */
-		if (standard(rec) && (has_standard(want, i, rec) ||
-				      (behind && has_standard(after, late, rec)))) {
-			(*merged)++;
-			continue;
-		}
-		while (k < nr_after && memcmp(rec, RECORD(after, k), PEEK_RECORD_SIZE)) {
-			k++;
-			(*arrived)++;
-		}
-		if (k >= nr_after)
-			return -1;
-		k++;
-	}
-	return k;
-}
-
-/*
- * In front: the queue holds the records written, byte for byte and in
- * order, then the late ones put back behind them. Behind: the late ones
- * (earlier records), then the written ones. A standard signal pending
- * twice merges into one, as a second send of it would have: a late one
- * whose number was written (in front), or a written one whose number was
- * pending (behind), is not queued again. Records that arrived meanwhile
- * may stand before the written ones ("arrived A"); nothing is lost or
- * queued twice, but they went ahead of older ones.
+ * REQUEUE: each queue, peeked after the write, must hold the records
+ * written exactly once and in order (requeue-check.c says how).
  */
 static int check_queue(int tid, const char *label, const unsigned char *want,
 		       uint32_t nr, uint32_t late, uint32_t late_timers,
 		       const unsigned char *after, uint32_t nr_after)
 {
-	uint32_t from = behind ? late : 0, merged = 0, arrived = 0, i;
-	long end = nr_after >= from ?
-		   find_block(want, nr, after, nr_after, from, late, &merged, &arrived) : -1;
-	bool bad = end < 0;
+	const struct requeue_queue q = {
+		.want = want, .nr = nr, .after = after, .nr_after = nr_after,
+		.late = late, .behind = behind,
+	};
+	struct requeue_verdict v;
 
-	for (i = bad ? 0 : (uint32_t)end; !bad && !behind && i < nr_after; i++)
-		if (standard(RECORD(after, i)) && has_standard(want, nr, RECORD(after, i)))
-			bad = true;	/* a late one of a written number was not merged */
-	if (!bad && !behind)	/* the late ones of a written number, and repeats */
-		merged = nr + late + arrived > nr_after ? nr + late + arrived - nr_after : 0;
-	if (bad) {
-		fprintf(stderr, "thread %d: the %s queue does not hold the %u records written "
-			"%s the %u there before (%u queued)\n", tid, label, nr,
+	if (requeue_check(&q, &v)) {
+		fprintf(stderr, "thread %d: the %s queue %s: %u %s the %u there before "
+			"(%u queued)\n", tid, label, v.why, nr,
 			behind ? "behind" : "in front of", late, nr_after);
 		return -1;
 	}
 	printf("requeued %s %d %u late %u merged %u timers %u arrived %u verified\n", label,
-	       tid, nr, late, merged, behind ? peek_timer_records(after, late) : late_timers,
-	       arrived);
+	       tid, nr, late, v.merged, behind ? peek_timer_records(after, late) : late_timers,
+	       v.arrived);
 	return 0;
 }
 

@@ -16,9 +16,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-PATCH=0016-selftests-signalfd-add-tests-of-the-pending-signal-int.patch
+PATCH=0017-selftests-signalfd-add-tests-of-the-pending-signal-int.patch
 OUT=$REPO/kernel/patches/$PATCH
-NUMBER=16
+NUMBER=17
 AUTHOR_NAME="sigmig maintainers"
 AUTHOR_EMAIL="maintainers@users.noreply.a-seed-e41bc7d8.example"
 DATE="Sun, 6 Dec 2026 06:00:00 +0000"

@@ -12,6 +12,7 @@
 #define SIGMIG_UAPI_SIGNALFD_H
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 
 /* read() returns siginfo_t records, as a SA_SIGINFO handler sees them */
 #define SFD_RAW O_DIRECT
@@ -35,5 +36,13 @@
 #define SFD_SHARED_QUEUE_OFFSET \
 	((1LL << 62) + 0 * (long long)sizeof(char[sizeof(off_t) == 8 ? 1 : -1]))
 #endif
+
+/*
+ * ioctl(SFD_IOC_SEAL) on an SFD_RAW signalfd: from now on the caller's
+ * thread group refuses signals from others, SIGKILL aside, with ESRCH as
+ * if it had exited. For a process that exits after a last read of its
+ * queues. Irrevocable.
+ */
+#define SFD_IOC_SEAL	_IO('J', 0)
 
 #endif /* SIGMIG_UAPI_SIGNALFD_H */

@@ -103,10 +103,14 @@ one_move() {
 	R=$(bcurl GET /v1/workloads | jq -r '[.workloads[] | select(.restored)][0].id // empty')
 	check "$how: B runs the copy ($R)" test -n "$R"
 	check "$how: the copy consumed every signal sent to it" wait_for 60 sent_pending "$R"
-	window=$(sed -n "s/.*forward $W: the resumed lease is over.*exit window \([0-9]*:[0-9]*\).*/\1/p" \
+	# sealed before its last read, nothing is excused: a later send failed
+	window=$(sed -n "s/.*forward $W: the resumed lease is over.*exit window \([0-9]*:[0-9]*\)$/--exit-window $PID:\1/p" \
 		"$WORK/agent.log" | head -1)
+	check "$how: the forwarder was sealed before its last read" \
+		grep -q "forward $W: the resumed lease is over.*exit window [0-9]*:[0-9]* sealed" "$WORK/agent.log"
+	# shellcheck disable=SC2086 # window: one option and its argument, or nothing
 	if sigledger --log "$STATE_DIR/$S.log" --ledger "$STATE_DIR/$W.ledger" --ledger "$STATE_B/$R.ledger" \
-		--exit-window "$PID:$window" --json >"$WORK/verdict.json" 2>"$WORK/verdict.err" &&
+		$window --json >"$WORK/verdict.json" 2>"$WORK/verdict.err" &&
 		jq -e '.sent >= 1000 and .delivered > 0' "$WORK/verdict.json" >/dev/null; then
 		ok "$how: sigledger: $(jq -c '{sent, delivered, lost, duplicated, mismatched, exit_window}' "$WORK/verdict.json")"
 	else

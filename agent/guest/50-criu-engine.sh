@@ -111,9 +111,13 @@ if [ "$STATUS" != 200 ]; then	# what both sides said
 	ps -o pid,ppid,stat,args | sed 's/^/# ps: /'
 fi
 jq -c '{engine, signals, delta_drained, carried_at_commit, image_bytes, commit, timings}' "$BODY" | sed 's/^/# /'
-# From the original's last read to its exit the kernel drops what is sent
-# to it (docs/design.md): sigledger counts those sends apart, not as lost.
-WINDOW=$(jq -r '.commit.exit_window // empty | "\(.from_ns):\(.to_ns)"' "$BODY")
+# The original is sealed before its last read: a send after it fails with
+# ESRCH, so nothing is excused. Unsealed, the kernel would drop what is
+# sent from that read to the exit (docs/design.md), counted apart.
+check "the original was sealed before its last read (SFD_IOC_SEAL)" \
+	jq -e '.commit.exit_window.sealed == true' "$BODY"
+WINDOW=$(jq -r '.commit.exit_window // empty | select(.sealed | not) |
+	"\(.from_ns):\(.to_ns)"' "$BODY")
 check "the report: committed by engine criu, the copy resumed" \
 	jq -e '.result == "committed" and .engine == "criu" and .target_resumed == true' "$BODY"
 check "the phases add up to the downtime" jq -e '.timings | (.dump_ms + .transfer_ms

@@ -35,7 +35,7 @@ json_t *caps_to_json(const struct kernel_caps *caps)
 {
 	json_t *o;
 
-	o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:b, s:b, s:b, s:b}, s:b}",
+	o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:b, s:b, s:b, s:b, s:b}, s:b}",
 		      "agent_version", AGENT_VERSION,
 		      "api_version", AGENT_API_VERSION,
 		      "kernel", "release", caps->release,
@@ -44,6 +44,7 @@ json_t *caps_to_json(const struct kernel_caps *caps)
 		      "sfd_private_group", caps->sfd.queues,
 		      "queue_pread", caps->sfd.peek,
 		      "queue_write", caps->sfd.write,
+		      "queue_seal", caps->sfd.seal,
 		      "migration", caps_interface_ok(caps));
 	if (o && caps->sfd.missing[0])
 		json_object_set_new(json_object_get(o, "signalfd"), "missing",

@@ -731,12 +731,13 @@ static void *resumed_lease(void *arg)
 	workload_commit_settle(w, f->target_text, commit);
 	window = json_object_get(commit, "exit_window");
 	log_info("forward %s: the resumed lease is over: %llu signals forwarded in "
-		 "%llu batches, %llu spooled%s%s; exit window %lld:%lld", f->wid,
+		 "%llu batches, %llu spooled%s%s; exit window %lld:%lld%s", f->wid,
 		 (unsigned long long)f->forwarded, (unsigned long long)f->batches,
 		 (unsigned long long)f->spooled, f->nspool ? ", first spool file " : "",
 		 forwarder_first_spool(f),
 		 (long long)json_integer_value(json_object_get(window, "from_ns")),
-		 (long long)json_integer_value(json_object_get(window, "to_ns")));
+		 (long long)json_integer_value(json_object_get(window, "to_ns")),
+		 json_is_true(json_object_get(window, "sealed")) ? " sealed" : "");
 	json_decref(commit);
 	workload_end_op(w);
 	forwarder_done(f);

@@ -167,21 +167,25 @@ static void take_delta(struct ctl_reply *reply, struct ctl_reply *delta,
 
 /*
  * From the delta read to the exit reaped, in CLOCK_REALTIME (the clock
- * senders stamp their logs with): a send to the pid then still succeeds,
- * and nothing reads it.
+ * senders stamp their logs with). Sealed (SFD_IOC_SEAL before that read),
+ * a send to the pid then fails with ESRCH; on a kernel without the seal
+ * it still succeeds, and nothing reads it.
  */
 static void record_exit_window(struct workload *w, json_t *result)
 {
 	json_int_t from, to;
+	bool sealed;
 
 	wl_lock();
 	from = w->commit_read_ns;
+	sealed = w->commit_sealed;
 	to = w->exited ? w->exited_ns : 0;
 	wl_unlock();
 	if (from <= 0 || to < from)
 		return;
-	json_object_set_new(result, "exit_window", json_pack("{s:I, s:I, s:f}",
-			    "from_ns", from, "to_ns", to, "ms", (to - from) / 1e6));
+	json_object_set_new(result, "exit_window", json_pack("{s:I, s:I, s:f, s:b}",
+			    "from_ns", from, "to_ns", to, "ms", (to - from) / 1e6,
+			    "sealed", sealed));
 }
 
 static bool end_with(struct workload *w, const char *verb, json_t **result,
@@ -200,6 +204,7 @@ static bool end_with(struct workload *w, const char *verb, json_t **result,
 	wl_lock();
 	w->commit_read_ns = json_integer_value(json_object_get(reply.json,
 							       "read_realtime_ns"));
+	w->commit_sealed = json_is_true(json_object_get(reply.json, "sealed"));
 	wl_unlock();
 	take_delta(&reply, delta, *result);
 	return true;

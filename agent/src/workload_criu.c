@@ -394,8 +394,10 @@ int criu_delta(struct workload *w, struct criu_move *m, json_t *late,
 	if (make_dir(sub, err))
 		return -1;
 	/*
-	 * From the drain's first read to the exit: a send then succeeds and
-	 * nothing reads it (the kernel drops what reaches a dying process).
+	 * From the drain's first read to the exit: the tool seals the
+	 * original first, so that a send then fails with ESRCH; without the
+	 * seal it succeeds and nothing reads it (the kernel drops what
+	 * reaches a dying process).
 	 */
 	wl_lock();
 	w->commit_read_ns = clock_realtime_ns();
@@ -403,6 +405,9 @@ int criu_delta(struct workload *w, struct criu_move *m, json_t *late,
 	if (run_tool(args, m->dir, NULL, 0, line, sizeof(line), 500, "delta_failed", err))
 		return -1;	/* the original is killed either way */
 	m->delta_drained = answer_value(line, "records");
+	wl_lock();
+	w->commit_sealed = answer_value(line, "sealed") == 1;
+	wl_unlock();
 	snprintf(sub, sizeof(sub), "%s/carry", m->dir);
 	remove_tree(sub);
 	if (make_dir(sub, err))

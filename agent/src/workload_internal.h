@@ -50,6 +50,7 @@ struct workload {
 	bool held;		/* restored, frozen until THAW or COMMIT */
 	bool committed;
 	int64_t commit_read_ns;	/* COMMIT's read of the queues, for the exit window */
+	bool commit_sealed;	/* ... after SFD_IOC_SEAL: later sends failed (ESRCH) */
 	char requeue_source[65];	/* the forwarding source whose batches it took */
 	unsigned long requeue_batch;	/* the last of them */
 	char migrated_to[TARGET_HOST_MAX + 32];

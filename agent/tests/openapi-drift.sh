@@ -67,7 +67,7 @@ EOF
 jq -c '{result: "committed", workload: "w1", target: "http://10.99.0.2:8080", target_workload: .,
 	target_resumed: true, signals: 2, image_bytes: 4200, carried_at_commit: 1,
 	commit: {method: "commit", carried: 1, removed: 0, timers: 0,
-	        exit_window: {from_ns: 1796396913670589400, to_ns: 1796396913719716900, ms: 49.1}},
+	        exit_window: {from_ns: 1796396913670589400, to_ns: 1796396913719716900, ms: 49.1, sealed: true}},
 	forward: {source: "w1.120", drains: 19, batches: 12, forwarded: 340, merged: 3, spooled: 0,
 		  spool: [], lease_ms: 2000, ran_ms: 2104.5},
 	timings: {freeze_ms: 0.4, dump_ms: 21.0, transfer_ms: 80.2, restore_ms: 160.9,

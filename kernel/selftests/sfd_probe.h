@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@ struct sfd_caps {
 	int queues;		/* ... and SFD_PRIVATE and SFD_GROUP */
 	int peek;		/* pread() returns a pending record, leaves it queued */
 	int write;		/* write() of raw records requeues them (optional) */
+	int seal;		/* ioctl(SFD_IOC_SEAL) exists (optional) */
 	char missing[160];	/* the first thing that failed, "" if none did */
 };
 
@@ -148,6 +150,26 @@ static inline int sfd_probe_write(void)
 	return ok;
 }
 
+/*
+ * SFD_IOC_SEAL, asked without sealing anything: a kernel that has it
+ * refuses a non-zero argument with EINVAL, one without it answers ENOTTY.
+ * Optional, as write() is.
+ */
+static inline int sfd_probe_seal(void)
+{
+	sigset_t mask;
+	int fd, ok;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SFD_PROBE_SIGNAL);
+	fd = sfd_signalfd(-1, &mask, SFD_RAW | SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ok = ioctl(fd, SFD_IOC_SEAL, 1) < 0 && errno == EINVAL;
+	close(fd);
+	return ok;
+}
+
 /* Never fails: what is missing is false, and caps->missing says why. */
 static inline void sfd_probe(struct sfd_caps *caps)
 {
@@ -161,6 +183,7 @@ static inline void sfd_probe(struct sfd_caps *caps)
 	if (!caps->raw)
 		return;
 	caps->write = caps->queues && sfd_probe_write();
+	caps->seal = sfd_probe_seal();
 	err = pthread_create(&thread, NULL, sfd_probe_peek_thread, caps);
 	if (err) {
 		sfd_probe_missing(caps, "pthread_create() for the peek probe", err);

@@ -97,7 +97,9 @@ counted=$(awk '$1 == "sigmig_agent_signals_forwarded_total" { print $2 }' "$(dir
 [ -n "$counted" ] && [ "$counted" = "$forwarded" ]
 tap $? "live senders: A's /metrics counts them (sigmig_agent_signals_forwarded_total ${counted:-missing}, want $forwarded)"
 window=$(result '.migrate.commit.exit_window.ms // "none"')
-diag <<<"the forwarder's exit window (its last drain to reaped): $window ms, $(result '.ledger.exit_window') sends landed in it"
+diag <<<"the forwarder's exit window (its last drain to reaped): $window ms, $(result '.ledger.exit_window') sends excused in it"
+[ "$(result '.migrate.commit.exit_window.sealed')" = true ]
+tap $? "live senders: the forwarder was sealed before its last drain (SFD_IOC_SEAL): a later send failed with ESRCH, none was accepted and dropped, none excused"
 check_verdict "live senders through the move"
 
 # The tutorial as a reader pastes it: every sh block of docs/tutorial.md

@@ -137,7 +137,8 @@ mig = {"result": "committed", "workload": "w1", "target": "http://10.99.0.2:8080
        "commit": {"method": "commit"}, "timings": {"freeze_ms": 1, "dump_ms": 2, "transfer_ms": 3,
        "restore_ms": 4, "commit_ms": 1, "resume_ms": 0, "downtime_ms": 11}}
 caps = {"agent_version": "0.1.0", "api_version": "v1", "kernel": {"release": "6.1", "machine": "x86_64"},
-        "signalfd": {"sfd_raw": True, "sfd_private_group": True, "queue_pread": True, "queue_write": True},
+        "signalfd": {"sfd_raw": True, "sfd_private_group": True, "queue_pread": True, "queue_write": True,
+                     "queue_seal": True},
         "migration": True, "programs": [], "limits": {"max_body": 1, "max_image": 1, "max_workloads": 1},
         "auth": "bearer"}
 for name, doc in (("before", snap), ("after", snap), ("migrate", mig),

@@ -29,6 +29,7 @@ struct delta_counts {
 	uint64_t removed;	/* dumped entries the kernel removed since */
 	uint64_t timers;	/* timer expiries since, left to the target's timers */
 	uint64_t read_ns;	/* CLOCK_REALTIME as the first queue was read */
+	int sealed;		/* the last read: senders get ESRCH from then on */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -72,6 +73,19 @@ static int open_raw_signalfd(char *err, size_t errlen)
 	ret = -errno;
 	snprintf(err, errlen, "signalfd(SFD_RAW): %s (kernel without the sigmig signalfd patches?)",
 		 strerror(-ret));
+	return ret;
+}
+
+int sigmig_seal_queues(void)
+{
+	char err[160];
+	int fd = open_raw_signalfd(err, sizeof(err)), ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (ioctl(fd, SFD_IOC_SEAL, 0))
+		ret = -errno;
+	close(fd);
 	return ret;
 }
 

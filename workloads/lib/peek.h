@@ -29,6 +29,13 @@ int sigmig_peek_queue(enum peek_queue which, struct rawbuf *out, char *err,
 void sigmig_rawbuf_free(struct rawbuf *b);
 
 /*
+ * SFD_IOC_SEAL: from now on signals from other processes fail with ESRCH,
+ * so that the next read of the queues, the last before the process ends,
+ * misses nothing. 0, -ENOTTY on a kernel without it, or -errno.
+ */
+int sigmig_seal_queues(void);
+
+/*
  * Equal as a queue entry: a peek reports a pending timer's overrun as it
  * grows, and the kernel changes nothing else in a queued entry.
  */

@@ -21,6 +21,7 @@
 #include "core.h"
 #include "dump.h"
 #include "freeze.h"
+#include "peek.h"
 #include "restore.h"
 #include "server.h"
 #include "util.h"
@@ -278,9 +279,10 @@ static void commit_reply(int fd, const uint8_t *delta, size_t len,
 {
 	if (!delta)
 		return reply_line(fd, "{\"ok\":true}");
-	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"image_size\":%zu}",
+	reply_line(fd, "{\"ok\":true,\"carried\":%llu,\"removed\":%llu,\"timers\":%llu,\"read_realtime_ns\":%llu,\"sealed\":%s,\"image_size\":%zu}",
 		   (unsigned long long)n->carried, (unsigned long long)n->removed,
-		   (unsigned long long)n->timers, (unsigned long long)n->read_ns, len);
+		   (unsigned long long)n->timers, (unsigned long long)n->read_ns,
+		   n->sealed ? "true" : "false", len);
 	write_all(fd, delta, len);
 }
 
@@ -299,9 +301,11 @@ static int arrivals(enum rt_state state, uint8_t **delta, size_t *len,
 
 /*
  * The threads stay parked from the delta to the exit: what arrived since
- * the DUMP (or, forwarding, since the last DRAIN) leaves with the reply,
- * and only what arrives between that read and the exit is lost
- * (docs/design.md, "What a sender is promised").
+ * the DUMP (or, forwarding, since the last DRAIN) leaves with the reply.
+ * The process is sealed first, so that a send after that read fails with
+ * ESRCH instead of being accepted and lost with the process; a kernel
+ * without SFD_IOC_SEAL leaves that window open (docs/design.md, "What a
+ * sender is promised").
  */
 /* The library never ends the process itself: the program's hook does. */
 static int can_end(int fd)
@@ -319,12 +323,15 @@ static void do_commit(int fd, enum rt_state state, const char *arg)
 	uint8_t *delta = NULL;
 	size_t len = 0;
 	char err[300];
-	int ret;
+	int ret, sealed;
 
 	(void)arg;
 	if (!can_end(fd))
 		return;
+	/* no way back from here: a sealed process only ends (the agent kills it if this fails) */
+	sealed = !sigmig_seal_queues();
 	ret = arrivals(state, &delta, &len, &n, err, sizeof(err));
+	n.sealed = sealed;
 	if (ret && ret != -ENODATA)
 		return reply_error(fd, "dump_failed", err);
 	if (sigmig_transition(state, RT_COMMITTED)) {

@@ -169,6 +169,18 @@ static int drain_one(int flags, struct peek_args *a, const unsigned char *peeked
 	return err;
 }
 
+/* SFD_IOC_SEAL: signals from others fail with ESRCH from now on. */
+static int seal_process(void)
+{
+	int fd = open_queues(0), err;
+
+	if (fd < 0)
+		return fd;
+	err = (int)sys_ioctl(fd, SFD_IOC_SEAL, 0);
+	sys_close(fd);
+	return err;
+}
+
 /*
  * The peek first, for the queue order; then the dequeue, so that nothing
  * is left for a later reader. What arrived in between is among the
@@ -179,6 +191,8 @@ static int drain(struct peek_args *a)
 	uint32_t used;
 	int err;
 
+	if (a->seal && a->want_shared)
+		a->seal_err = seal_process();
 	peek(a);
 	a->nr_drained_private = 0;
 	a->nr_drained_shared = 0;

@@ -41,6 +41,13 @@ struct peek_args {
 	/* REQUEUE in front: SI_TIMER records among the late ones */
 	uint32_t nr_late_timers_private;
 	uint32_t nr_late_timers_shared;
+	/*
+	 * DRAIN, in the thread that reads the process-wide queue: SFD_IOC_SEAL
+	 * first, so that what this drain misses is refused to its senders
+	 * (ESRCH), not lost with the process; seal_err is 0 or -errno.
+	 */
+	uint32_t seal;
+	int32_t seal_err;
 	/* REQUEUE: each queue peeked afterwards, behind the records written */
 	uint32_t nr_after_private;
 	uint32_t nr_after_shared;

@@ -39,7 +39,9 @@
 # DIR/signals' records behind what it holds (still held).
 # delta PID DIR: what reached a --leave-frozen original since its dump,
 # drained into DIR/signals; then the original is killed (it stays frozen
-# until then, so nothing of it runs).
+# until then, so nothing of it runs). It is sealed (SFD_IOC_SEAL) before
+# that drain: a send after it fails with ESRCH rather than being lost with
+# the process (sealed=1; 0 on a kernel without the seal).
 # criu-dump / criu-restore: the same moves by CRIU alone (its
 # PTRACE_PEEKSIGINFO dump and rt_sigqueueinfo restore), for comparison.
 #
@@ -236,13 +238,16 @@ cmd_delta() {	# PID: a --leave-frozen original
 	PID=$1
 	cg=$CGROOT/$PID
 	mkdir -p "$DIR/signals" || die "cannot create $DIR"
-	if ! parasite delta --drain --out "$DIR/signals" --thaw "$cg" --freeze "$cg" "$PID"; then
+	# sealed first: what reaches it after the drain fails with ESRCH
+	if ! parasite delta --drain --seal --out "$DIR/signals" --thaw "$cg" --freeze "$cg" \
+		"$PID"; then
 		kill -KILL "$PID"
 		die "the drain of $PID failed: $(tail -n 1 "$DIR/delta.err"); it is killed"
 	fi
 	kill -KILL "$PID"
 	rmdir "$cg" 2>/dev/null
-	echo "delta pid=$PID records=$(records_in "$DIR/signals")"
+	echo "delta pid=$PID records=$(records_in "$DIR/signals")" \
+		"sealed=$(grep -qx 'seal 0' "$DIR/delta.out" && echo 1 || echo 0)"
 }
 
 cmd_requeue_held() {	# PID: a copy restored with --hold

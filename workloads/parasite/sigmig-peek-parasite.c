@@ -11,13 +11,19 @@
  * its own, in front of anything the queue holds by then (which came
  * later), and peeks every queue to verify it.
  *
- *   sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR
- *                        [--requeue-with write|sigqueueinfo]] [--max-records N] [-v] PID
+ *   sigmig-peek-parasite [--out DIR] [--drain [--seal] | --requeue DIR
+ *                        [--requeue-with write|sigqueueinfo] [--behind]]
+ *                        [--max-records N] [--thaw CG] [--freeze CG] [-v] PID
  *
  * --requeue-with sigqueueinfo: one rt_(tg)sigqueueinfo() per record, as on a
  * kernel without the batched write() (default: write()).
  * --behind: the records go behind what the queues hold (a commit delta
  * into a copy that holds the earlier ones), not in front.
+ * --seal (with --drain): the parasite seals the process (SFD_IOC_SEAL)
+ * before its drain, so that a signal sent after the drain fails with ESRCH
+ * instead of being lost with the process; for the last read of an
+ * original that is then killed. stdout gets "seal 0", or "seal -ERRNO"
+ * on a kernel without it.
  *
  * --thaw CG / --freeze CG: CG is the target's cgroup (v2). A target held
  * frozen there cannot run the parasite: --thaw thaws CG once every thread
@@ -283,6 +289,7 @@ static unsigned int cmd = PEEK_CMD;
 static const char *requeue_dir;
 static int by_sigqueueinfo;
 static bool behind;	/* --behind */
+static bool seal;	/* --seal */
 
 /*
  * The args area, in --max-records: DRAIN the peeked records and the
@@ -551,6 +558,7 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 		a->want_shared = i == 0;
 		a->by_sigqueueinfo = (uint32_t)by_sigqueueinfo;
 		a->behind = behind;
+		a->seal = seal;
 		if (cmd == REQUEUE_CMD && fill(a, th[i].own_tid, max))
 			return -1;
 		if (i == 0) {
@@ -582,6 +590,8 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 		}
 		if (report(a, th[i].own_tid, out))
 			return -1;
+		if (seal && i == 0)	/* "seal 0": sealed; else the -errno */
+			printf("seal %d\n", a->seal_err);
 		*total += a->nr_private + a->nr_shared;
 	}
 	return 0;
@@ -590,8 +600,8 @@ static int peek_threads(struct parasite_ctl *ctl, struct peek_args *a,
 static int usage(void)
 {
 	fprintf(stderr, "usage: sigmig-peek-parasite [--out DIR] [--drain | --requeue DIR "
-		"[--requeue-with write|sigqueueinfo] [--behind]] [--max-records N] [--thaw CG] "
-		"[--freeze CG] [-v] PID\n");
+		"[--requeue-with write|sigqueueinfo] [--behind]] [--seal] [--max-records N] "
+		"[--thaw CG] [--freeze CG] [-v] PID\n");
 	return 2;
 }
 
@@ -601,7 +611,7 @@ int main(int argc, char **argv)
 		{ "out", 1, 0, 'o' }, { "max-records", 1, 0, 'm' },
 		{ "drain", 0, 0, 'd' }, { "requeue", 1, 0, 'r' },
 		{ "requeue-with", 1, 0, 'w' }, { "behind", 0, 0, 'b' },
-		{ "thaw", 1, 0, 't' }, { "freeze", 1, 0, 'f' },
+		{ "thaw", 1, 0, 't' }, { "freeze", 1, 0, 'f' }, { "seal", 0, 0, 's' },
 		{ "verbose", 0, 0, 'v' }, { 0, 0, 0, 0 }
 	};
 	static struct thread th[MAX_THREADS];
@@ -635,10 +645,13 @@ int main(int argc, char **argv)
 			by_sigqueueinfo = 0;
 		else if (c == 'b')
 			behind = true;
+		else if (c == 's')
+			seal = true;
 		else
 			return usage();
 	}
-	if (optind != argc - 1 || !max || max > (1U << 20) || (behind && cmd != REQUEUE_CMD))
+	if (optind != argc - 1 || !max || max > (1U << 20) || (behind && cmd != REQUEUE_CMD) ||
+	    (seal && cmd != DRAIN_CMD))
 		return usage();
 	pid = atoi(argv[optind]);
 	if (pid <= 0)

@@ -43,6 +43,12 @@ note "delta: $inspect"
 	[ "$((dumped + carried))" = "$peeked" ] &&
 	echo "$inspect" | grep -q "\"total\":$carried"
 ok $? "the delta is what the queues gained: carried $carried = $peeked pending - $dumped dumped, removed $removed"
+echo "$reply" | grep -q '"sealed":true'
+ok $? "COMMIT sealed the original before its last read (SFD_IOC_SEAL)"
+# exiting, or a zombie until this shell reaps it: unsealed, the kernel
+# would accept this send and drop it
+! kill -s USR1 "$STORM_PID" 2>/dev/null
+ok $? "a send right after COMMIT's reply fails (ESRCH) instead of being accepted and lost"
 wait_until 10 exited "$STORM_PID"
 ok $? "original exited after COMMIT"
 

@@ -59,6 +59,23 @@ static int send_dump(struct workload *w, const struct migrate_request *req,
 	return 0;
 }
 
+/*
+ * The target's answer to the delta: of the records carried, the copy held
+ * already_held (CRIU had queued them), so carried counts the others.
+ */
+static void held_by_copy(struct criu_move *m, const char *body)
+{
+	json_t *o = json_loads(body ? body : "", 0, NULL);
+	json_int_t held;
+
+	held = json_integer_value(json_object_get(json_object_get(o, "result"), "already_held"));
+	if (held > 0 && (unsigned long)held <= m->carried) {
+		m->already_held = (unsigned long)held;
+		m->carried -= (unsigned long)held;
+	}
+	json_decref(o);
+}
+
 /* The delta into the held copy; a problem's detail on failure. */
 static int carry_delta(const struct migrate_request *req, struct criu_move *m,
 		       const char *id, char *problem, size_t len)
@@ -76,6 +93,8 @@ static int carry_delta(const struct migrate_request *req, struct criu_move *m,
 			 "(%s): they are in %s/carry; %s stays held", m->carried, id,
 			 req->target_text, res.status && res.body ? res.body : res.detail, m->dir, id);
 		ret = -1;
+	} else {
+		held_by_copy(m, res.body);
 	}
 	http_result_free(&res);
 	return ret;
@@ -105,21 +124,20 @@ static json_t *result_json(struct workload *w, const struct migrate_request *req
  * Returns the commit's account (method, counts, exit window).
  */
 static json_t *commit_original(struct workload *w, const struct migrate_request *req,
-			       struct criu_move *m, json_t *remote, const char *id,
-			       char *problem, size_t len)
+			       struct criu_move *m, const char *id, char *problem, size_t len)
 {
-	json_t *late = json_object_get(json_object_get(remote, "restore"), "late");
 	struct api_error err;
 	json_t *settled;
 
-	if (criu_delta(w, m, late, &err))
+	if (criu_delta(w, m, &err))
 		snprintf(problem, len, "committed, but the original's last signals "
 			 "could not be read: %s; %s stays held", err.detail, id);
 	else if (m->delta)
 		carry_delta(req, m, id, problem, len);
-	settled = json_pack("{s:s, s:I, s:i, s:I}", "method", "killed",
+	settled = json_pack("{s:s, s:I, s:i, s:I, s:I}", "method", "killed",
 			    "carried", (json_int_t)m->carried, "removed", 0,
-			    "timers", (json_int_t)m->timers);
+			    "timers", (json_int_t)m->timers,
+			    "already_held", (json_int_t)m->already_held);
 	workload_commit_settle(w, req->target_text, settled);
 	return settled;
 }
@@ -150,7 +168,7 @@ int migrate_criu(struct workload *w, const struct migrate_request *req,
 		abort_move(w, &m, err);
 		goto out;
 	}
-	commit = commit_original(w, req, &m, remote, id, problem, sizeof(problem));
+	commit = commit_original(w, req, &m, id, problem, sizeof(problem));
 	t.commit = migrate_phase_end(&t);
 	if (req->resume_target && !problem[0])
 		running = forward_thaw_target(&req->target, req->target_text, req->token,

@@ -29,6 +29,7 @@
 
 #include "bundle.h"
 #include "clock.h"
+#include "held_set.h"
 #include "log.h"
 #include "workload_criu.h"
 #include "workload_internal.h"
@@ -301,34 +302,17 @@ int criu_abort(struct workload *w, struct criu_move *m, char *why, size_t len)
 	return 0;
 }
 
-/* How many records of queue @file the target's copy already holds. */
-static unsigned long long late_of(json_t *late, const char *file)
-{
-	int tid;
-
-	if (!strcmp(file, "shared.bin"))
-		return json_integer_value(json_object_get(late, "shared"));
-	if (sscanf(file, "private.%d.bin", &tid) == 1) {
-		char key[16];
-
-		snprintf(key, sizeof(key), "%d", tid);
-		return json_integer_value(json_object_get(json_object_get(late, "private"), key));
-	}
-	return 0;
-}
-
 /*
- * One queue of the delta: timer records stay with the timer, which CRIU
- * moved; of the others, the target's copy already holds the first @skip
- * (CRIU saw them pending and queued them there). Returns the records
- * kept, or -1.
+ * One queue of the delta, without its timer records: they stay with the
+ * timer, which CRIU moved. What the copy already holds (CRIU saw it pending
+ * and queued it there) the target leaves out, by content. Returns the
+ * records kept, or -1.
  */
-static long filter_queue(const char *in, const char *out, unsigned long long skip,
-			 unsigned long *timers)
+static long filter_queue(const char *in, const char *out, unsigned long *timers)
 {
 	unsigned char rec[RECORD_BYTES];
-	long kept = 0, n = 0;
 	FILE *fi, *fo = NULL;
+	long kept = 0;
 	int code;
 
 	fi = fopen(in, "re");
@@ -340,8 +324,6 @@ static long filter_queue(const char *in, const char *out, unsigned long long ski
 			(*timers)++;
 			continue;
 		}
-		if ((unsigned long long)n++ < skip)
-			continue;
 		if (!fo)
 			fo = fopen(out, "we");
 		if (!fo || fwrite(rec, sizeof(rec), 1, fo) != 1) {
@@ -353,12 +335,10 @@ static long filter_queue(const char *in, const char *out, unsigned long long ski
 	fclose(fi);
 	if (fo && fclose(fo))
 		kept = -1;
-	if (kept >= 0 && (unsigned long long)n < skip)
-		kept = -1;	/* fewer than the copy holds: not the same queue */
 	return kept;
 }
 
-static long filter_delta(const char *dir, json_t *late, unsigned long *timers)
+static long filter_delta(const char *dir, unsigned long *timers)
 {
 	char in[PATH_MAX], out[PATH_MAX];
 	struct dirent *de;
@@ -374,15 +354,14 @@ static long filter_delta(const char *dir, json_t *late, unsigned long *timers)
 			continue;
 		snprintf(in, sizeof(in), "%s/delta/signals/%s", dir, de->d_name);
 		snprintf(out, sizeof(out), "%s/carry/signals/%s", dir, de->d_name);
-		kept = filter_queue(in, out, late_of(late, de->d_name), timers);
+		kept = filter_queue(in, out, timers);
 		total = kept < 0 ? -1 : total + kept;
 	}
 	closedir(d);
 	return total;
 }
 
-int criu_delta(struct workload *w, struct criu_move *m, json_t *late,
-	       struct api_error *err)
+int criu_delta(struct workload *w, struct criu_move *m, struct api_error *err)
 {
 	char pid[16], line[TOOL_LINE_MAX], sub[PATH_MAX], why[256];
 	const char *args[] = { "delta", pid, sub, NULL };
@@ -415,11 +394,10 @@ int criu_delta(struct workload *w, struct criu_move *m, json_t *late,
 	snprintf(sub, sizeof(sub), "%s/carry/signals", m->dir);
 	if (make_dir(sub, err))
 		return -1;
-	kept = filter_delta(m->dir, late, &m->timers);
+	kept = filter_delta(m->dir, &m->timers);
 	if (kept < 0)
-		return api_error_set(err, 500, "delta_failed",
-				     "%s: the delta's queues do not begin with what the "
-				     "copy holds (see %s/delta)", w->id, m->dir);
+		return api_error_set(err, 500, "delta_failed", "%s: cannot write %s/carry",
+				     w->id, m->dir);
 	m->carried = (unsigned long)kept;
 	if (!kept)
 		return 0;
@@ -648,11 +626,63 @@ static int unpack_delta(struct workload *w, const uint8_t *bundle, size_t len,
 	return 0;
 }
 
+/* The "merged M" of every "requeued ..." line of @dir/requeue.out, summed. */
+static unsigned long long merged_in(const char *dir)
+{
+	char path[PATH_MAX], line[256], label[16];
+	unsigned int n, l, m;
+	unsigned long long sum = 0;
+	int tid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/requeue.out", dir);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "requeued %15s %d %u late %u merged %u", label, &tid, &n, &l,
+			   &m) == 5)
+			sum += m;
+	if (f)
+		fclose(f);
+	return sum;
+}
+
+/*
+ * The delta's records that the copy holds already (CRIU queued them:
+ * the restore's parasite saved them in the move's late/) leave it, by
+ * content; the rest goes behind them. Returns how many left, or -1.
+ */
+static long leave_out_held(struct workload *w, const char *dir, struct api_error *err)
+{
+	char held_dir[STATE_PATH_MAX], path[PATH_MAX], why[256];
+	struct held_set held;
+	struct dirent *de;
+	long total = 0, n;
+	DIR *d;
+
+	snprintf(held_dir, sizeof(held_dir), "%s/%s.move/late", wl_config()->state_dir, w->id);
+	if (held_set_load(&held, held_dir, why, sizeof(why)))
+		return api_error_set(err, 500, "internal", "%s", why);
+	snprintf(path, sizeof(path), "%s/signals", dir);
+	d = opendir(path);
+	while (d && total >= 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/signals/%s", dir, de->d_name);
+		n = held_set_filter(&held, path, why, sizeof(why));
+		total = n < 0 ? api_error_set(err, 500, "internal", "%s", why) : total + n;
+	}
+	if (d)
+		closedir(d);
+	held_set_free(&held);
+	return total;
+}
+
 int criu_requeue_held(struct workload *w, const uint8_t *bundle, size_t len,
 		      const char *source, json_t **result, struct api_error *err)
 {
 	char dir[STATE_PATH_MAX], pid[16], line[TOOL_LINE_MAX];
 	const char *args[] = { "requeue-held", pid, dir, NULL };
+	long held;
 	int ret;
 
 	if (source && source[0])
@@ -663,11 +693,18 @@ int criu_requeue_held(struct workload *w, const uint8_t *bundle, size_t len,
 				     "%s: signals go into a held copy only", w->id);
 	if (unpack_delta(w, bundle, len, dir, sizeof(dir), err))
 		return -1;
+	held = leave_out_held(w, dir, err);
+	if (held < 0) {
+		remove_tree(dir);
+		return -1;
+	}
 	snprintf(pid, sizeof(pid), "%d", w->pid);
 	ret = run_tool(args, dir, NULL, 0, line, sizeof(line), 422, "requeue_failed", err);
 	if (!ret)
-		*result = json_pack("{s:s, s:I}", "method", "parasite",
-				    "requeued", (json_int_t)answer_value(line, "records"));
+		*result = json_pack("{s:I, s:I, s:b, s:I}",
+				    "requeued", (json_int_t)answer_value(line, "records"),
+				    "merged", (json_int_t)merged_in(dir), "duplicate", 0,
+				    "already_held", (json_int_t)held);
 	remove_tree(dir);
 	return ret;
 }

@@ -22,6 +22,7 @@ struct criu_move {
 	unsigned long delta_drained;	/* what the original's queues held at commit */
 	unsigned long carried;	/* of them, what the copy did not have yet */
 	unsigned long timers;	/* timer records left to the timer CRIU moved */
+	unsigned long already_held;	/* of the delta, what the copy held already */
 	uint8_t *delta;		/* their bundle; NULL when none */
 	size_t delta_len;
 };
@@ -37,12 +38,11 @@ int criu_dump(struct workload *w, struct criu_move *m, struct api_error *err);
  */
 int criu_abort(struct workload *w, struct criu_move *m, char *why, size_t len);
 /*
- * After the target's answer (@late: what its copy already held, per queue):
- * the original's queues drained, the original killed, what the copy lacks
- * into m->delta.
+ * After the target's answer: the original sealed, its queues drained, the
+ * original killed, their records but the timers' into m->delta (the
+ * target leaves out what its copy holds already).
  */
-int criu_delta(struct workload *w, struct criu_move *m, json_t *late,
-	       struct api_error *err);
+int criu_delta(struct workload *w, struct criu_move *m, struct api_error *err);
 void criu_move_free(struct criu_move *m);
 
 /* The target: @bundle restored by CRIU, records requeued and verified, held. */

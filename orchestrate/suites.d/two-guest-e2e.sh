@@ -102,6 +102,24 @@ diag <<<"the forwarder's exit window (its last drain to reaped): $window ms, $(r
 tap $? "live senders: the forwarder was sealed before its last drain (SFD_IOC_SEAL): a later send failed with ESRCH, none was accepted and dropped, none excused"
 check_verdict "live senders through the move"
 
+# A program that does not link the runtime (sigplain: threads, a POSIX
+# timer, a handler per delivery) moved by CRIU and the parasite, engine
+# criu, from guest A to guest B, with live senders through the move. The
+# target matches the commit delta with what CRIU queued by content.
+run_case criu -- --engine criu --threads 3 --after 300 --live-senders 300 --live-seconds 90
+[ "$CASE_RC" = 0 ] && [ -f "$RESULT" ]
+tap $? "engine criu: sigplain moves A -> B (migrate.sh rc=$CASE_RC)"
+[ "$(result '.migrate.engine')" = criu ] && [ "$(result '.migrate.target_workload.restore.engine')" = criu ]
+tap $? "engine criu: CRIU restored it on B, the parasite requeued $(result '.migrate.target_workload.restore.signals') drained records and verified them"
+esrch=$(result '.ledger_extra.live_esrch')
+[ "${esrch:-0}" -gt 0 ]
+tap $? "engine criu: the senders still sent after the original was gone (${esrch:-0} sends failed with ESRCH)"
+[ "$(result '.migrate.commit.exit_window.sealed')" = true ] &&
+	[ -n "$(result '.migrate.commit.already_held // empty')" ]
+tap $? "engine criu: the original sealed before the delta's drain; of the delta, B held $(result '.migrate.commit.already_held') already (CRIU's), matched by content"
+diag <<<"engine criu: $(result '.migrate | {delta_drained, carried_at_commit, already_held: .commit.already_held, image_bytes, downtime_ms: .timings.downtime_ms, exit_window_ms: .commit.exit_window.ms}' | tr -d '\n')"
+check_verdict "engine criu, live senders through the move"
+
 # The tutorial as a reader pastes it: every sh block of docs/tutorial.md
 # from its section 1 to the one before "Between real hosts", except the
 # first (two-guests.sh itself, which runs them), in one bash with

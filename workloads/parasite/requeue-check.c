@@ -107,6 +107,7 @@ int requeue_check(const struct requeue_queue *q, struct requeue_verdict *v)
 		v->why = "does not hold the records written";
 		return -1;
 	}
+	v->end = (uint32_t)end;
 	if (q->behind)
 		return 0;
 	for (i = (uint32_t)end; i < q->nr_after; i++)

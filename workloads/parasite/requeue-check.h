@@ -26,6 +26,7 @@ struct requeue_queue {
 struct requeue_verdict {
 	uint32_t merged;	/* standard signals pending twice, queued once */
 	uint32_t arrived;	/* records that came while the parasite worked */
+	uint32_t end;		/* in front: where the written ones end in after */
 	const char *why;	/* NULL when the queue is right */
 };
 

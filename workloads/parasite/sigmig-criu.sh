@@ -207,12 +207,14 @@ cmd_restore() {
 		kill -KILL "$PID"
 		die "the restored $PID was not held frozen in $cg; the copy is killed"
 	fi
-	# held: the parasite runs even with no records, to count (late) what
-	# CRIU itself queued, which the source then leaves out of its delta
+	# held: the parasite runs even with no records, to find (late, and the
+	# records in DIR/late) what CRIU itself queued, which the commit delta
+	# then leaves out
 	if [ -z "$HOLD" ] && ! has_records "$DIR/signals"; then
 		: >"$DIR/requeue.out"
 		echo 0 >"$cg/cgroup.freeze" || { kill -KILL "$PID"; die "cannot thaw $cg"; }
-	elif ! parasite requeue --requeue "$DIR/signals" --thaw "$cg" \
+	elif ! mkdir -p "$DIR/late" ||
+		! parasite requeue --requeue "$DIR/signals" --out "$DIR/late" --thaw "$cg" \
 		${HOLD:+--freeze} ${HOLD:+"$cg"} "$PID"; then
 		kill -KILL "$PID"
 		die "requeue failed: $(tail -n 1 "$DIR/requeue.err"); the copy is killed," \

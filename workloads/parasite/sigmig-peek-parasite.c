@@ -41,7 +41,9 @@
  * detach). With --out, DIR/private.TID.bin and DIR/shared.bin get the
  * 128-byte records, in queue order; TID is the thread's id in its own PID
  * namespace, so that a copy CRIU restored into a new one finds its
- * records. --requeue reads the same files.
+ * records. --requeue reads the same files; with --out (in front) it saves
+ * there what each queue holds behind the records written: the ones found
+ * queued first (CRIU's, in a copy it restored), put back.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -466,7 +468,7 @@ static int report_drained(const struct peek_args *a, int tid, const char *out)
  */
 static int check_queue(int tid, const char *label, const unsigned char *want,
 		       uint32_t nr, uint32_t late, uint32_t late_timers,
-		       const unsigned char *after, uint32_t nr_after)
+		       const unsigned char *after, uint32_t nr_after, const char *out)
 {
 	const struct requeue_queue q = {
 		.want = want, .nr = nr, .after = after, .nr_after = nr_after,
@@ -483,21 +485,25 @@ static int check_queue(int tid, const char *label, const unsigned char *want,
 	printf("requeued %s %d %u late %u merged %u timers %u arrived %u verified\n", label,
 	       tid, nr, late, v.merged, behind ? peek_timer_records(after, late) : late_timers,
 	       v.arrived);
-	return 0;
+	/* in front, with --out: what the queue holds behind the records written */
+	if (!out || behind)
+		return 0;
+	return emit(out, label, strcmp(label, "shared") ? tid : 0, RECORD(after, v.end),
+		    nr_after - v.end);
 }
 
-static int check_requeued(const struct peek_args *a, int tid)
+static int check_requeued(const struct peek_args *a, int tid, const char *out)
 {
 	const unsigned char *after = RECORD(a->rec, a->nr_private + a->nr_shared);
 
 	if (check_queue(tid, "private", a->rec, a->nr_private, a->nr_late_private,
-			a->nr_late_timers_private, after, a->nr_after_private))
+			a->nr_late_timers_private, after, a->nr_after_private, out))
 		return -1;
 	if (!a->want_shared)
 		return 0;
 	return check_queue(tid, "shared", RECORD(a->rec, a->nr_private), a->nr_shared,
 			   a->nr_late_shared, a->nr_late_timers_shared,
-			   RECORD(after, a->nr_after_private), a->nr_after_shared);
+			   RECORD(after, a->nr_after_private), a->nr_after_shared, out);
 }
 
 /* Report what the parasite left in @a for thread @tid, save it under @out. */
@@ -521,7 +527,7 @@ static int report(const struct peek_args *a, int tid, const char *out)
 		return -1;
 	}
 	if (cmd == REQUEUE_CMD)
-		return check_requeued(a, tid);
+		return check_requeued(a, tid, out);
 	if (cmd == DRAIN_CMD || ret)
 		return ret;
 	ret = emit(out, "private", tid, a->rec, a->nr_private);

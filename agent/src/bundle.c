@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,25 +12,13 @@
 #include <sigmig/crc32c.h>
 
 #include "bundle.h"
+#include "why.h"
 
 #define MAGIC		"SGMB"
 #define VERSION		1u
 #define HEADER		8
 #define TRAILER		4
 #define NAME_MAX_LEN	255
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static bool name_char(char c)
 {
@@ -134,21 +121,21 @@ static int pack_file(struct packer *pk, const char *path, const char *name,
 	int fd, ret = -1;
 
 	if (!bundle_name_valid(name, nlen))
-		return fail(err, errlen, "%s: not a name a bundle holds", name);
+		return why_fail(err, errlen, "%s: not a name a bundle holds", name);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		fail(err, errlen, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+		why_fail(err, errlen, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
 		goto out;
 	}
 	if (reserve(pk, 2 + nlen + 8 + (size_t)st.st_size)) {
-		fail(err, errlen, "%s: out of memory", path);
+		why_fail(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	put16(pk->data + pk->len, (uint16_t)nlen);
 	memcpy(pk->data + pk->len + 2, name, nlen);
 	put_le(pk->data + pk->len + 2 + nlen, (uint64_t)st.st_size, 8);
 	if (read_all(fd, pk->data + pk->len + 10 + nlen, (size_t)st.st_size)) {
-		fail(err, errlen, "%s: short read", path);
+		why_fail(err, errlen, "%s: short read", path);
 		goto out;
 	}
 	pk->len += 10 + nlen + (size_t)st.st_size;
@@ -170,17 +157,17 @@ static int pack_dir(struct packer *pk, const char *root, const char *dir,
 	snprintf(path, sizeof(path), "%s/%s", root, dir);
 	d = opendir(path);
 	if (!d)
-		return fail(err, errlen, "%s: %s", path, strerror(errno));
+		return why_fail(err, errlen, "%s: %s", path, strerror(errno));
 	while (!ret && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		if (++*files > BUNDLE_FILES_MAX) {
-			ret = fail(err, errlen, "more than %d files", BUNDLE_FILES_MAX);
+			ret = why_fail(err, errlen, "more than %d files", BUNDLE_FILES_MAX);
 			break;
 		}
 		snprintf(path, sizeof(path), "%s/%s/%s", root, dir, de->d_name);
 		if (snprintf(name, sizeof(name), "%s/%s", dir, de->d_name) >= (int)sizeof(name))
-			ret = fail(err, errlen, "%s: name too long", de->d_name);
+			ret = why_fail(err, errlen, "%s: name too long", de->d_name);
 		else
 			ret = pack_file(pk, path, name, err, errlen);
 	}
@@ -195,7 +182,7 @@ int bundle_pack(const char *root, const char *const *dirs, uint8_t **out,
 	unsigned int files = 0;
 
 	if (reserve(&pk, HEADER))
-		return fail(err, errlen, "out of memory");
+		return why_fail(err, errlen, "out of memory");
 	memcpy(pk.data, MAGIC, 4);
 	put_le(pk.data + 4, VERSION, 4);
 	pk.len = HEADER;
@@ -203,7 +190,7 @@ int bundle_pack(const char *root, const char *const *dirs, uint8_t **out,
 		if (pack_dir(&pk, root, *dirs, &files, err, errlen))
 			goto fail;
 	if (reserve(&pk, 2 + TRAILER)) {
-		fail(err, errlen, "out of memory");
+		why_fail(err, errlen, "out of memory");
 		goto fail;
 	}
 	put16(pk.data + pk.len, 0);
@@ -228,22 +215,22 @@ static int write_file(const char *path, const uint8_t *p, size_t n, char *err,
 	snprintf(dir, sizeof(dir), "%s", path);
 	*strrchr(dir, '/') = '\0';
 	if (mkdir(dir, 0700) && errno != EEXIST)
-		return fail(err, errlen, "%s: %s", dir, strerror(errno));
+		return why_fail(err, errlen, "%s: %s", dir, strerror(errno));
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return fail(err, errlen, "%s: %s", path, strerror(errno));
+		return why_fail(err, errlen, "%s: %s", path, strerror(errno));
 	while (n) {
 		w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
 			close(fd);
-			return fail(err, errlen, "%s: %s", path, strerror(errno));
+			return why_fail(err, errlen, "%s: %s", path, strerror(errno));
 		}
 		p += w;
 		n -= (size_t)w;
 	}
-	return close(fd) ? fail(err, errlen, "%s: %s", path, strerror(errno)) : 0;
+	return close(fd) ? why_fail(err, errlen, "%s: %s", path, strerror(errno)) : 0;
 }
 
 /* Walks the entries; with @root NULL only checks them. */
@@ -258,21 +245,21 @@ static int walk(const uint8_t *data, size_t len, const char *root, char *err,
 
 	for (;;) {
 		if (end - off < 2)
-			return fail(err, errlen, "truncated at byte %zu", off);
+			return why_fail(err, errlen, "truncated at byte %zu", off);
 		nlen = (uint16_t)get_le(data + off, 2);
 		off += 2;
 		if (!nlen)
 			break;
 		if (++files > BUNDLE_FILES_MAX)
-			return fail(err, errlen, "more than %d files", BUNDLE_FILES_MAX);
+			return why_fail(err, errlen, "more than %d files", BUNDLE_FILES_MAX);
 		if (end - off < (size_t)nlen + 8 || !bundle_name_valid((const char *)data + off, nlen))
-			return fail(err, errlen, "bad file name at byte %zu", off);
+			return why_fail(err, errlen, "bad file name at byte %zu", off);
 		memcpy(name, data + off, nlen);
 		name[nlen] = '\0';
 		size = get_le(data + off + nlen, 8);
 		off += (size_t)nlen + 8;
 		if (size > end - off)
-			return fail(err, errlen, "%s: size %llu past the end", name,
+			return why_fail(err, errlen, "%s: size %llu past the end", name,
 				    (unsigned long long)size);
 		if (root) {
 			snprintf(path, sizeof(path), "%s/%s", root, name);
@@ -282,7 +269,7 @@ static int walk(const uint8_t *data, size_t len, const char *root, char *err,
 		off += (size_t)size;
 	}
 	if (off != end)
-		return fail(err, errlen, "%zu bytes after the last file", end - off);
+		return why_fail(err, errlen, "%zu bytes after the last file", end - off);
 	return 0;
 }
 
@@ -292,13 +279,13 @@ int bundle_unpack(const uint8_t *data, size_t len, const char *root,
 	uint32_t crc;
 
 	if (len < HEADER + 2 + TRAILER || memcmp(data, MAGIC, 4))
-		return fail(err, errlen, "not a bundle (%zu bytes, no SGMB magic)", len);
+		return why_fail(err, errlen, "not a bundle (%zu bytes, no SGMB magic)", len);
 	if (get_le(data + 4, 4) != VERSION)
-		return fail(err, errlen, "bundle version %u, this agent reads %u",
+		return why_fail(err, errlen, "bundle version %u, this agent reads %u",
 			    (unsigned int)get_le(data + 4, 4), VERSION);
 	crc = sigmig_crc32c(data, len - TRAILER);
 	if (crc != (uint32_t)get_le(data + len - TRAILER, 4))
-		return fail(err, errlen, "CRC-32C mismatch: computed %08x, bundle says %08x",
+		return why_fail(err, errlen, "CRC-32C mismatch: computed %08x, bundle says %08x",
 			    crc, (unsigned int)get_le(data + len - TRAILER, 4));
 	if (walk(data, len, NULL, err, errlen))
 		return -1;

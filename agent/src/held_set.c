@@ -10,29 +10,16 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "held_set.h"
+#include "why.h"
 
 #define SI_CODE_OFFSET	8
 #define CODE_SI_TIMER	(-2)
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int is_timer(const uint8_t *rec)
 {
@@ -56,7 +43,7 @@ static int load_file(struct held_set *s, size_t *cap, const char *path, char *wh
 	size_t got;
 
 	if (!f)
-		return fail(why, len, "%s: %s", path, strerror(errno));
+		return why_fail(why, len, "%s: %s", path, strerror(errno));
 	while ((got = fread(rec, 1, sizeof(rec), f)) == sizeof(rec)) {
 		if (is_timer(rec))
 			continue;
@@ -65,7 +52,7 @@ static int load_file(struct held_set *s, size_t *cap, const char *path, char *wh
 			grown = realloc(s->rec, *cap * HELD_RECORD_BYTES);
 			if (!grown) {
 				fclose(f);
-				return fail(why, len, "out of memory");
+				return why_fail(why, len, "out of memory");
 			}
 			s->rec = grown;
 		}
@@ -73,7 +60,7 @@ static int load_file(struct held_set *s, size_t *cap, const char *path, char *wh
 	}
 	fclose(f);
 	if (got)
-		return fail(why, len, "%s: not whole records", path);
+		return why_fail(why, len, "%s: not whole records", path);
 	return 0;
 }
 
@@ -97,7 +84,7 @@ int held_set_load(struct held_set *s, const char *dir, char *why, size_t len)
 	if (!d && errno == ENOENT)
 		return 0;
 	if (!d)
-		return fail(why, len, "%s: %s", dir, strerror(errno));
+		return why_fail(why, len, "%s: %s", dir, strerror(errno));
 	while (!ret && (de = readdir(d))) {
 		if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".bin"))
 			continue;
@@ -109,7 +96,7 @@ int held_set_load(struct held_set *s, const char *dir, char *why, size_t len)
 		qsort(s->rec, s->nr, HELD_RECORD_BYTES, cmp_record);
 		s->taken = calloc(s->nr, 1);
 		if (!s->taken)
-			ret = fail(why, len, "out of memory");
+			ret = why_fail(why, len, "out of memory");
 	}
 	if (ret)
 		held_set_free(s);
@@ -151,11 +138,11 @@ long held_set_filter(struct held_set *s, const char *path, char *why, size_t len
 	snprintf(tmp, sizeof(tmp), "%s.filtered", path);
 	in = fopen(path, "re");
 	if (!in)
-		return fail(why, len, "%s: %s", path, strerror(errno));
+		return why_fail(why, len, "%s: %s", path, strerror(errno));
 	out = fopen(tmp, "we");
 	if (!out) {
 		fclose(in);
-		return fail(why, len, "%s: %s", tmp, strerror(errno));
+		return why_fail(why, len, "%s: %s", tmp, strerror(errno));
 	}
 	while ((got = fread(rec, 1, sizeof(rec), in)) == sizeof(rec)) {
 		if (take(s, rec))
@@ -166,7 +153,7 @@ long held_set_filter(struct held_set *s, const char *path, char *why, size_t len
 	fclose(in);
 	if (fclose(out) || bad || got || rename(tmp, path)) {
 		remove(tmp);
-		return fail(why, len, "%s: %s", path,
+		return why_fail(why, len, "%s: %s", path,
 			    got ? "not whole records" : "cannot rewrite it");
 	}
 	return left_out;

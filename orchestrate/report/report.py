@@ -298,11 +298,16 @@ def render_text(result, before, after, timings, ledger, color, width):
                           fmt_n(forward["lease_ms"]), fmt_n(forward.get("merged", 0)),
                           fmt_n(forward.get("spooled", 0)),
                           fmt_n((result.get("ledger_extra") or {}).get("replayed", 0))))
-            t.add("  exit window of the %s: %s ms from its last read of the queues to its reaping"
-                  " (%s sends landed in it)" % (
-                      "forwarder" if forward.get("lease_ms") else "original",
-                      "%.1f" % window["ms"] if "ms" in window else "?",
-                      fmt_n((result.get("ledger") or {}).get("exit_window", 0))))
+            who = "forwarder" if forward.get("lease_ms") else "original"
+            ms = "%.1f" % window["ms"] if "ms" in window else "?"
+            if window.get("sealed"):
+                t.add("  exit window of the %s: %s ms from its last read of the queues to its"
+                      " reaping, sealed before that read: sends in it failed with ESRCH,"
+                      " none was accepted and lost" % (who, ms))
+            else:
+                t.add("  exit window of the %s: %s ms from its last read of the queues to its"
+                      " reaping, not sealed (no SFD_IOC_SEAL): %s sends landed in it" % (
+                          who, ms, fmt_n((result.get("ledger") or {}).get("exit_window", 0))))
         esrch = (result.get("ledger_extra") or {}).get("live_esrch")
         if esrch:
             t.add("  after the move: %s sends to the original's pid failed with ESRCH"

@@ -31,6 +31,7 @@ struct requeue_verdict {
 };
 
 int record_signo(const unsigned char *rec);
+int record_same_entry(const unsigned char *a, const unsigned char *b);
 int requeue_check(const struct requeue_queue *q, struct requeue_verdict *v);
 
 #endif /* SIGMIG_REQUEUE_CHECK_H */

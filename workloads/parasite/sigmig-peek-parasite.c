@@ -391,12 +391,13 @@ static int drained_in_order(const unsigned char *peeked, uint32_t np,
 		while (*j < nd && (taken[*j] || record_signo(RECORD(drained, *j)) != signo))
 			(*j)++;
 		if (!signo || *j == nd ||
-		    memcmp(RECORD(peeked, i), RECORD(drained, *j), PEEK_RECORD_SIZE)) {
+		    !record_same_entry(RECORD(peeked, i), RECORD(drained, *j))) {
 			q->kept++;
 			continue;
 		}
+		/* as dequeued: a timer's entry with the overrun it left with */
+		memcpy(RECORD(q->rec, q->nr++), RECORD(drained, *j), PEEK_RECORD_SIZE);
 		taken[(*j)++] = 1;
-		memcpy(RECORD(q->rec, q->nr++), RECORD(peeked, i), PEEK_RECORD_SIZE);
 	}
 	for (i = 0; i < nd; i++) {
 		if (taken[i])

@@ -31,6 +31,19 @@ static void add(struct queue *q, int32_t signo, int32_t serial)
 	memcpy(r + 24, &serial, sizeof(serial));
 }
 
+/* A timer's own entry: SI_TIMER, its timer id and overrun. */
+static void add_timer(struct queue *q, int32_t signo, int32_t timerid, int32_t overrun)
+{
+	unsigned char *r = RECORD(q->rec, q->nr++);
+	int32_t code = SI_TIMER;
+
+	memset(r, 0, PEEK_RECORD_SIZE);
+	memcpy(r, &signo, sizeof(signo));
+	memcpy(r + 8, &code, sizeof(code));
+	memcpy(r + 16, &timerid, sizeof(timerid));
+	memcpy(r + 20, &overrun, sizeof(overrun));
+}
+
 /* A queue of (signo, serial) pairs, ended by a 0 signo. */
 static void fill(struct queue *q, const int32_t *pairs)
 {
@@ -116,11 +129,38 @@ static void test_behind(void)
 	   "behind: two equal records written, one queued, is refused");
 }
 
+/*
+ * A written timer record becomes the timer's own entry; a held copy's
+ * timer that expires again before the check raises that entry's
+ * si_overrun. It is the same entry: the check used to refuse the queue,
+ * and the restore with it.
+ */
+static void test_timer_overrun_grows(void)
+{
+	static struct queue w, a;
+	struct requeue_verdict v;
+	struct requeue_queue q;
+
+	w.nr = a.nr = 0;
+	add(&w, RT1, 1);
+	add_timer(&w, RT2, 7, 0);
+	add(&a, RT1, 1);
+	add_timer(&a, RT2, 7, 3);
+	q = (struct requeue_queue){ .want = w.rec, .nr = w.nr, .after = a.rec,
+				    .nr_after = a.nr };
+	ok(!requeue_check(&q, &v), "a timer's entry whose overrun grew since it was written is found");
+	a.nr = 1;
+	add_timer(&a, RT2, 8, 0);
+	q.nr_after = a.nr;
+	ok(requeue_check(&q, &v), "another timer's entry does not stand in for it");
+}
+
 int main(void)
 {
 	tap_plan_start();
 	test_in_front();
 	test_arrival_merges_written();
 	test_behind();
+	test_timer_overrun_grows();
 	return tap_done();
 }

@@ -38,17 +38,6 @@ static int rawbuf_reserve(struct rawbuf *b, size_t records)
 	return 0;
 }
 
-int sigmig_same_entry(const uint8_t *a, const uint8_t *b)
-{
-	siginfo_t x, y;
-
-	memcpy(&x, a, sizeof(x));
-	memcpy(&y, b, sizeof(y));
-	if (x.si_code == SI_TIMER && y.si_code == SI_TIMER)
-		x.si_overrun = y.si_overrun = 0;
-	return !memcmp(&x, &y, sizeof(x));
-}
-
 void sigmig_rawbuf_free(struct rawbuf *b)
 {
 	if (b->data)

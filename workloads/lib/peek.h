@@ -35,10 +35,6 @@ void sigmig_rawbuf_free(struct rawbuf *b);
  */
 int sigmig_seal_queues(void);
 
-/*
- * Equal as a queue entry: a peek reports a pending timer's overrun as it
- * grows, and the kernel changes nothing else in a queued entry.
- */
-int sigmig_same_entry(const uint8_t *a, const uint8_t *b);
+#include <sigmig/entry.h>	/* sigmig_same_entry(): equal as a queue entry */
 
 #endif /* SIGMIG_PEEK_H */

@@ -42,22 +42,6 @@ static bool has_standard(const unsigned char *recs, uint32_t nr, const unsigned 
 	return false;
 }
 
-/*
- * The same queue entry: a timer's own entry raises its si_overrun when the
- * timer expires again while it is queued (a held copy's timers run), and
- * the kernel changes nothing else in a queued entry.
- */
-int record_same_entry(const unsigned char *a, const unsigned char *b)
-{
-	siginfo_t x, y;
-
-	memcpy(&x, a, sizeof(x));
-	memcpy(&y, b, sizeof(y));
-	if (x.si_code == SI_TIMER && y.si_code == SI_TIMER)
-		x.si_overrun = y.si_overrun = 0;
-	return !memcmp(&x, &y, sizeof(x));
-}
-
 /* The first of @nr records at @recs from @from on equal to @rec, or -1. */
 static long find_record(const unsigned char *recs, uint32_t nr, uint32_t from,
 			const unsigned char *rec)
@@ -65,7 +49,7 @@ static long find_record(const unsigned char *recs, uint32_t nr, uint32_t from,
 	uint32_t i;
 
 	for (i = from; i < nr; i++)
-		if (record_same_entry(rec, RECORD(recs, i)))
+		if (sigmig_same_entry(rec, RECORD(recs, i)))
 			return i;
 	return -1;
 }

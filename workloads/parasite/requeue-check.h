@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sigmig/entry.h>
+
 #include "peek-args.h"
 
 #define RECORD(base, i)	((base) + (size_t)(i) * PEEK_RECORD_SIZE)
@@ -31,7 +33,7 @@ struct requeue_verdict {
 };
 
 int record_signo(const unsigned char *rec);
-int record_same_entry(const unsigned char *a, const unsigned char *b);
+
 int requeue_check(const struct requeue_queue *q, struct requeue_verdict *v);
 
 #endif /* SIGMIG_REQUEUE_CHECK_H */

@@ -391,7 +391,7 @@ static int drained_in_order(const unsigned char *peeked, uint32_t np,
 		while (*j < nd && (taken[*j] || record_signo(RECORD(drained, *j)) != signo))
 			(*j)++;
 		if (!signo || *j == nd ||
-		    !record_same_entry(RECORD(peeked, i), RECORD(drained, *j))) {
+		    !sigmig_same_entry(RECORD(peeked, i), RECORD(drained, *j))) {
 			q->kept++;
 			continue;
 		}

@@ -8,7 +8,13 @@
  * with the thread's index and the whole siginfo), so that sigledger
  * judges a move of it as it judges one of sigstorm.
  *
- *   sigplain --ledger PATH [--threads N] [--timer-us US]
+ *   sigplain --ledger PATH [--threads N] [--timer-us US] [--gate]
+ *
+ * --gate: every thread keeps every signal blocked until the process is
+ * sent the gate signal (SIGRTMAX), as a program that takes no signal
+ * before it is ready does; until then whatever is sent stays pending, in
+ * the threads' queues and the process's. The gate's own delivery is a
+ * ledger line like any other.
  *
  * The ledger is opened once, O_APPEND, and written with one write() per
  * line from the handler: whoever holds the file after a move (the target
@@ -35,22 +41,34 @@
 #define TIMER_SIGNAL	(SIGRTMIN + 6)
 #define TIMER_VALUE	0x7469636bull	/* "tick" */
 #define LEDGER_ARCH	62		/* x86_64's siginfo layout */
+#define GATE_SIGNAL	SIGRTMAX
 
 static int ledger_fd = -1;
 static __thread int self_index;
+static bool gated;
+static bool gate_open;
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_opened = PTHREAD_COND_INITIALIZER;
+
 /* Async-signal-safe: one ledger line, one write(). */
-static void on_signal(int sig, siginfo_t *si, void *uc)
+static void log_delivery(const siginfo_t *si)
 {
 	char line[SIGMIG_LEDGER_LINE_MAX];
-	int saved = errno;
 	size_t n;
 
-	(void)sig;
-	(void)uc;
 	n = sigmig_ledger_delivery(line, self_index, (long long)syscall(SYS_gettid),
 				   si, sizeof(*si));
 	if (write(ledger_fd, line, n) < 0)
 		_exit(4);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)sig;
+	(void)uc;
+	log_delivery(si);
 	errno = saved;
 }
 
@@ -94,9 +112,48 @@ static int install_handlers(void)
 	return 0;
 }
 
+static void unblock_all(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Until the gate opens, every signal stays blocked in this thread. */
+static void wait_for_gate(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_open)
+		pthread_cond_wait(&gate_opened, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+/* The main thread takes the gate signal itself, then lets every thread go. */
+static int take_gate(void)
+{
+	sigset_t gate;
+	siginfo_t si;
+
+	sigemptyset(&gate);
+	sigaddset(&gate, GATE_SIGNAL);
+	while (sigwaitinfo(&gate, &si) < 0)
+		if (errno != EINTR)
+			return -1;
+	log_delivery(&si);
+	pthread_mutex_lock(&gate_lock);
+	gate_open = true;
+	pthread_cond_broadcast(&gate_opened);
+	pthread_mutex_unlock(&gate_lock);
+	return 0;
+}
+
 static void *waiter(void *arg)
 {
 	self_index = (int)(intptr_t)arg;
+	if (gated)
+		wait_for_gate();
+	unblock_all();
 	for (;;)
 		pause();
 	return NULL;
@@ -122,9 +179,22 @@ static int start_timer(long us)
 	return 0;
 }
 
+/*
+ * Named as sigstorm's threads are: sigsend finds the threads it sends to
+ * by that name, and logs the index, which the ledger's lines carry too.
+ */
+static void name_thread(pthread_t th, long index)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "storm-%ld", index);
+	pthread_setname_np(th, name);
+}
+
 static void usage(void)
 {
-	fputs("usage: sigplain --ledger PATH [--threads N] [--timer-us US]\n", stderr);
+	fputs("usage: sigplain --ledger PATH [--threads N] [--timer-us US] [--gate]\n",
+	      stderr);
 	exit(2);
 }
 
@@ -134,13 +204,14 @@ int main(int argc, char **argv)
 		{ "ledger", required_argument, NULL, 'l' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "timer-us", required_argument, NULL, 'u' },
+		{ "gate", no_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *ledger = NULL;
 	long threads = 3, timer_us = 0;
 	struct timespec ts;
 	pthread_t th;
-	sigset_t none;
+	sigset_t all;
 	int c;
 	long i;
 
@@ -151,6 +222,8 @@ int main(int argc, char **argv)
 			threads = strtol(optarg, NULL, 10);
 		else if (c == 'u')
 			timer_us = strtol(optarg, NULL, 10);
+		else if (c == 'g')
+			gated = true;
 		else
 			usage();
 	}
@@ -166,20 +239,29 @@ int main(int argc, char **argv)
 		perror("sigplain: sigaction");
 		return 2;
 	}
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	/* The threads start with every signal blocked, and unblock them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ledger_printf("H %d %d %lld %d\n", getpid(), 0,
 		      (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec, LEDGER_ARCH);
-	for (i = 1; i < threads; i++)
+	name_thread(pthread_self(), 0);
+	for (i = 1; i < threads; i++) {
 		if (pthread_create(&th, NULL, waiter, (void *)(intptr_t)i)) {
 			fputs("sigplain: cannot start its threads\n", stderr);
 			return 2;
 		}
+		name_thread(th, i);
+	}
 	if (timer_us && start_timer(timer_us))
 		return 2;
-	printf("sigplain: pid %d, %ld threads, timer %ld us\n", getpid(), threads, timer_us);
+	printf("sigplain: pid %d, %ld threads, timer %ld us%s\n", getpid(), threads, timer_us,
+	       gated ? ", every signal held until the gate (SIGRTMAX)" : "");
 	fflush(stdout);
+	if (gated && take_gate()) {
+		perror("sigplain: sigwaitinfo");
+		return 2;
+	}
 	waiter(NULL);
 	return 0;
 }

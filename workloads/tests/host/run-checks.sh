@@ -59,6 +59,7 @@ for t in "$@"; do
 done
 run_tap sigledger-checks "$(dirname "$0")/sigledger-checks.sh" "$build"
 run_tap sigsend-checks "$(dirname "$0")/sigsend-checks.sh" "$build"
+run_tap sigplain-checks "$(dirname "$0")/sigplain-checks.sh" "$build"
 fuzz fuzz_image
 fuzz fuzz_image_fixcrc
 exit $failed

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# sigplain on the host (TAP): with --gate, what is sent stays pending, in
+# the threads' queues and the process's, until the gate signal (SIGRTMAX);
+# then every signal is delivered once, the gate first (sigledger's verdict
+# over the senders' logs and the ledger). Without --gate, a signal is
+# delivered at once.
+# Usage: sigplain-checks.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+WORK=$(mktemp -d /tmp/sigplain-checks.XXXXXX)
+PLAIN_PID=""
+stop_plain() {
+	[ -n "$PLAIN_PID" ] || return 0
+	kill -KILL "$PLAIN_PID" || true
+	wait "$PLAIN_PID" || true
+	PLAIN_PID=""
+} 2>/dev/null
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+	stop_plain
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+failed=0
+
+ok() { echo "ok - sigplain: $*"; }
+not_ok() { echo "not ok - sigplain: $*"; failed=1; }
+
+start_plain() {	# ARGS...: waits for its ready line (bounded)
+	"$build/sigplain" --ledger "$WORK/ledger" --threads 3 "$@" >"$WORK/plain.out" 2>&1 &
+	PLAIN_PID=$!
+	# shellcheck disable=SC2016 # $1 is bash -c's argument
+	timeout 10 bash -c 'until grep -q "^sigplain: pid" "$1"; do sleep 0.05; done' _ "$WORK/plain.out"
+}
+
+send() {	# NAME ARGS...: one sigsend to sigplain, to its end
+	local name=$1
+	shift
+	timeout 60 "$build/sigsend" --pid "$PLAIN_PID" --log "$WORK/$name.log" "$@"
+}
+
+deliveries() { awk '$1 == "D"' "$WORK/ledger" | wc -l; }
+# The first delivery's si_signo, as the ledger has it (4 bytes, hex, LE)
+first_delivered() { awk '$1 == "D" { print substr($5, 1, 8); exit }' "$WORK/ledger"; }
+
+# wait_deliveries N: until the ledger has N delivery lines (10 s at most)
+wait_deliveries() {
+	local tries
+	for tries in $(seq 100); do
+		[ "$(deliveries)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "# $tries tries" >&2
+	return 1
+}
+
+# threads with a private signal pending
+queued_threads() {
+	grep -l '^SigPnd:.*[1-9a-f]' /proc/"$PLAIN_PID"/task/*/status 2>/dev/null | wc -l
+}
+
+start_plain --gate
+send pile --count 600 --kinds sigqueue,tgsigqueue --std-percent 0 --id 1
+sleep 0.3
+sigq=$(awk '$1 == "SigQ:" { split($2, q, "/"); print q[1] }' "/proc/$PLAIN_PID/status")
+shd=$(awk '$1 == "ShdPnd:" { print $2 }' "/proc/$PLAIN_PID/status")
+threads=$(queued_threads)
+if [ "$(deliveries)" = 0 ] && [ "${sigq:-0}" -ge 600 ] && [ "$shd" != 0000000000000000 ] &&
+	[ "$threads" -ge 2 ]; then
+	ok "--gate: 600 real-time signals stay pending ($sigq queued, $threads threads with private ones, shared mask $shd), none delivered"
+else
+	not_ok "--gate: $(deliveries) delivered, SigQ $sigq, ShdPnd $shd, $threads threads with private signals (want 0, >= 600, non-zero, >= 2)"
+fi
+send gate --count 1 --kinds sigqueue --rt 64 --std-percent 0 --id 2
+if wait_deliveries 601 && [ "$(first_delivered)" = 40000000 ]; then
+	ok "the gate (SIGRTMAX) opens it: $(deliveries) deliveries, the gate's first"
+else
+	not_ok "after the gate: $(deliveries) deliveries (want 601), first si_signo $(first_delivered), want 40000000 (64)"
+fi
+if out=$("$build/sigledger" --log "$WORK/pile.log" --log "$WORK/gate.log" --ledger "$WORK/ledger" 2>&1); then
+	ok "sigledger: every signal sent delivered once ($(tail -n 1 <<<"$out"))"
+else
+	not_ok "sigledger: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+fi
+stop_plain
+rm -f "$WORK/ledger"
+
+start_plain
+send plain --count 50 --kinds sigqueue,tgsigqueue --std-percent 0 --id 3
+if wait_deliveries 50; then
+	ok "without --gate every signal is delivered at once (50 of 50)"
+else
+	not_ok "without --gate: $(deliveries) of 50 delivered"
+fi
+exit $failed

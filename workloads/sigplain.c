@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +50,7 @@ static bool gated;
 static bool gate_open;
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_opened = PTHREAD_COND_INITIALIZER;
+static pthread_barrier_t named;
 
 /* Async-signal-safe: one ledger line, one write(). */
 static void log_delivery(const siginfo_t *si)
@@ -112,6 +114,21 @@ static int install_handlers(void)
 	return 0;
 }
 
+/*
+ * Named as sigstorm's threads are: sigsend finds the threads it sends to
+ * by that name, and logs the index, which the ledger's lines carry too.
+ * Each thread names itself (PR_SET_NAME): pthread_setname_np() on another
+ * thread goes through /proc/self/task/TID, which names the wrong task or
+ * none in a PID namespace whose /proc is the parent's.
+ */
+static void name_self(long index)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "storm-%u", (unsigned int)index & 0xff);
+	prctl(PR_SET_NAME, name);
+}
+
 static void unblock_all(void)
 {
 	sigset_t none;
@@ -148,14 +165,22 @@ static int take_gate(void)
 	return 0;
 }
 
-static void *waiter(void *arg)
+/* Signals are taken here, by their handlers, once the gate is open. */
+static void take_signals(void)
 {
-	self_index = (int)(intptr_t)arg;
 	if (gated)
 		wait_for_gate();
 	unblock_all();
 	for (;;)
 		pause();
+}
+
+static void *waiter(void *arg)
+{
+	self_index = (int)(intptr_t)arg;
+	name_self(self_index);
+	pthread_barrier_wait(&named);
+	take_signals();
 	return NULL;
 }
 
@@ -177,18 +202,6 @@ static int start_timer(long us)
 	ledger_printf("T %d %d %llx %d %d\n", (int)(intptr_t)id, TIMER_SIGNAL,
 		      TIMER_VALUE, SIGEV_SIGNAL, -1);
 	return 0;
-}
-
-/*
- * Named as sigstorm's threads are: sigsend finds the threads it sends to
- * by that name, and logs the index, which the ledger's lines carry too.
- */
-static void name_thread(pthread_t th, long index)
-{
-	char name[16];
-
-	snprintf(name, sizeof(name), "storm-%ld", index);
-	pthread_setname_np(th, name);
 }
 
 static void usage(void)
@@ -245,14 +258,14 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ledger_printf("H %d %d %lld %d\n", getpid(), 0,
 		      (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec, LEDGER_ARCH);
-	name_thread(pthread_self(), 0);
-	for (i = 1; i < threads; i++) {
+	name_self(0);
+	pthread_barrier_init(&named, NULL, (unsigned int)threads);
+	for (i = 1; i < threads; i++)
 		if (pthread_create(&th, NULL, waiter, (void *)(intptr_t)i)) {
 			fputs("sigplain: cannot start its threads\n", stderr);
 			return 2;
 		}
-		name_thread(th, i);
-	}
+	pthread_barrier_wait(&named);	/* every thread has its name */
 	if (timer_us && start_timer(timer_us))
 		return 2;
 	printf("sigplain: pid %d, %ld threads, timer %ld us%s\n", getpid(), threads, timer_us,
@@ -262,6 +275,6 @@ int main(int argc, char **argv)
 		perror("sigplain: sigwaitinfo");
 		return 2;
 	}
-	waiter(NULL);
+	take_signals();
 	return 0;
 }

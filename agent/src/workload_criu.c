@@ -453,14 +453,26 @@ static int read_externals(const char *dir, char *log_key, char *ledger_key,
 
 /*
  * "requeued private|shared TID N late L merged M timers T verified" lines:
- * per queue, the records CRIU queued that came from the source's queue
- * (L - T): its timer records are left out, since a timer CRIU re-armed
- * may fire while the copy is held and queue one the source never had.
+ * per queue, the records the parasite requeued (N, into @moved) and those
+ * CRIU queued that came from the source's queue (L - T, into @late): its
+ * timer records are left out, since a timer CRIU re-armed may fire while
+ * the copy is held and queue one the source never had.
  */
-static json_t *late_counts(const char *dir)
+static void count_one(json_t *counts, const char *label, int tid, unsigned int n)
 {
-	json_t *late = json_pack("{s:I, s:{}}", "shared", (json_int_t)0, "private");
-	char path[PATH_MAX], line[256], label[16], key[16];
+	char key[16];
+
+	if (!strcmp(label, "shared")) {
+		json_object_set_new(counts, "shared", json_integer(n));
+		return;
+	}
+	snprintf(key, sizeof(key), "%d", tid);
+	json_object_set_new(json_object_get(counts, "private"), key, json_integer(n));
+}
+
+static void queue_counts(const char *dir, json_t *moved, json_t *late)
+{
+	char path[PATH_MAX], line[256], label[16];
 	unsigned int n, l, m, t;
 	int tid;
 	FILE *f;
@@ -471,17 +483,16 @@ static json_t *late_counts(const char *dir)
 		if (sscanf(line, "requeued %15s %d %u late %u merged %u timers %u", label,
 			   &tid, &n, &l, &m, &t) != 6 || t > l)
 			continue;
-		l -= t;
-		if (!strcmp(label, "shared")) {
-			json_object_set_new(late, "shared", json_integer(l));
-			continue;
-		}
-		snprintf(key, sizeof(key), "%d", tid);
-		json_object_set_new(json_object_get(late, "private"), key, json_integer(l));
+		count_one(moved, label, tid, n);
+		count_one(late, label, tid, l - t);
 	}
 	if (f)
 		fclose(f);
-	return late;
+}
+
+static json_t *empty_counts(void)
+{
+	return json_pack("{s:I, s:{}}", "shared", (json_int_t)0, "private");
 }
 
 struct publish_criu {
@@ -538,6 +549,7 @@ static int restore_in(const char *dir, struct publish_criu *p, json_t **info,
 {
 	char log_key[EXTERNAL_KEY_MAX], ledger_key[EXTERNAL_KEY_MAX];
 	char log_fd_spec[96], ledger_fd_spec[96], line[TOOL_LINE_MAX], sub[PATH_MAX];
+	json_t *moved, *late;
 	const char *args[] = { "restore", "--hold", "--inherit-fd", log_fd_spec,
 			       "--inherit-fd", ledger_fd_spec, dir, NULL };
 	int fds[2] = { -1, -1 }, ret = -1;
@@ -551,9 +563,12 @@ static int restore_in(const char *dir, struct publish_criu *p, json_t **info,
 	if (run_tool(args, dir, fds, 2, line, sizeof(line), 422, "restore_failed", err))
 		goto out;
 	p->pid = (pid_t)answer_value(line, "pid");
-	*info = json_pack("{s:s, s:I, s:o, s:f, s:f}", "engine", "criu",
+	moved = empty_counts();
+	late = empty_counts();
+	queue_counts(dir, moved, late);
+	*info = json_pack("{s:s, s:I, s:o, s:o, s:f, s:f}", "engine", "criu",
 			  "signals", (json_int_t)answer_value(line, "records"),
-			  "late", late_counts(dir),
+			  "queues", moved, "late", late,
 			  "criu_ms", answer_value(line, "criu_us") / 1e3,
 			  "requeue_ms", answer_value(line, "requeue_us") / 1e3);
 	ret = p->pid > 1 ? 0 : api_error_set(err, 500, "internal",

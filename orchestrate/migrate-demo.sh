@@ -13,7 +13,7 @@ PROG=migrate-demo
 REPO=$SIGMIG_REPO
 CACHE=${SIGMIG_CACHE:-/var/cache/sigmig}
 LOGS="$REPO/build/logs"
-threads=4 signals=4000 after=1000 html="$REPO/build/migrate-demo.html" keep=0 deps=1
+threads=4 signals="" after=1000 html="$REPO/build/migrate-demo.html" keep=0 deps=1
 live_rate=300 live_seconds=60 engine=runtime
 STEP=0
 STEPS=6
@@ -27,7 +27,8 @@ usage_text() {
 Usage: migrate-demo.sh [--threads N] [--signals N] [--after N]
                        [--live-senders R] [--html FILE] [--keep] [--no-deps]
   --threads N   workload threads (default 4)
-  --signals N   signals pending at the moment of the move (default 4000)
+  --signals N   signals pending at the moment of the move (default 4000;
+                2000 with --engine criu)
   --after N     signals sent to the moved process on B (default 1000)
   --live-senders R  two senders keep sending R signals/s each to the
                 original from before the freeze through the move (default
@@ -37,8 +38,10 @@ Usage: migrate-demo.sh [--threads N] [--signals N] [--after N]
   --no-deps     do not check Debian packages
   --engine criu the second act: sigplain, a program that does not link the
                 runtime, moved by CRIU and the parasite with the live
-                senders sending through the move (--signals does not
-                apply: it handles every signal at once)
+                senders sending through the move; it holds every signal
+                until its gate signal (sigplain --gate), so that --signals
+                are pending in its threads' queues and the process's when
+                it moves, and the gate opens on B
 From make: make migrate-demo ARGS="--threads 8 --signals 20000"
            make migrate-demo ARGS="--engine criu"
 EOF
@@ -59,6 +62,13 @@ parse_args() {
 		*) usage ;;
 		esac
 	done
+	# sigplain's copy holds what moved and what arrived during the move at
+	# once, under its RLIMIT_SIGPENDING: the kernel's default, half its
+	# thread limit, a few thousand in a 1 GiB guest
+	if [ -z "$signals" ]; then
+		signals=4000
+		[ "$engine" = runtime ] || signals=2000
+	fi
 }
 
 stop_background() { stop_pids "$bg_pid"; }
@@ -198,7 +208,8 @@ step_initramfs() {
 # ledgers (there are no queue snapshots to draw).
 criu_summary() {	# RESULT
 	jq -r '"  sigplain (no sigmig runtime), pid \(.workload_a.pid) on A -> pid \(.workload_b.pid) on B, moved by CRIU + the parasite",
-		"  drained before CRIU: \(.migrate.signals) records; at the cutover \(.migrate.delta_drained), of which \(.migrate.carried_at_commit) went to B",
+		"  drained before CRIU: \(.migrate.signals) records (\(.migrate.target_workload.restore.queues | "\([.private[]] | map(tostring) | join(" + ")) in the threads'"'"' queues, \(.shared) process-wide")), requeued on B by the parasite, verified byte for byte",
+		"  at the cutover \(.migrate.delta_drained), of which \(.migrate.carried_at_commit) went to B (\(.migrate.commit.already_held) CRIU had carried already)",
 		"  downtime \(.migrate.timings.downtime_ms | floor) ms (parasite drain \(.migrate.timings.drain_ms | floor), CRIU dump \(.migrate.timings.criu_dump_ms | floor), transfer \(.migrate.timings.transfer_ms | floor), restore on B \(.migrate.timings.restore_ms | floor), commit \(.migrate.timings.commit_ms | floor), resume \(.migrate.timings.resume_ms | floor))",
 		"  senders: \(.ledger.sent) sends succeeded, \(.ledger.delivered) delivered, lost \(.ledger.lost), duplicated \(.ledger.duplicated), mismatched \(.ledger.mismatched); \(.ledger_extra.live_esrch) later sends failed with ESRCH",
 		"  verdict: \(if .ledger.verdict.pass then "PASS" else "FAIL: " + (.ledger.verdict.reasons | join("; ")) end)"' \
@@ -208,10 +219,11 @@ criu_summary() {	# RESULT
 run_migration() {
 	local result rc=0
 	step "Migration: A -> B with $signals pending signals on $threads threads"
-	local live=()
+	local live=() gate=()
 	[ "$live_rate" = 0 ] || live=(--live-senders "$live_rate" --live-seconds "$live_seconds")
+	[ "$engine" = runtime ] || gate=(--gated)
 	result=$("$REPO/orchestrate/migrate.sh" --threads "$threads" --signals "$signals" \
-		--after "$after" --engine "$engine" "${live[@]}" --out "$REPO/build/migrate-demo") || rc=$?
+		--after "$after" --engine "$engine" "${gate[@]}" "${live[@]}" --out "$REPO/build/migrate-demo") || rc=$?
 	result=${result:-$REPO/build/migrate-demo/result.json}
 	[ -f "$result" ] || die "migration failed before producing a result (rc=$rc)"
 	step "Report"

@@ -61,6 +61,11 @@ Usage: migrate.sh [options]
                       senders send with payloads only (sigqueue, tgsigqueue:
                       it runs in a PID namespace of its own, where the kernel
                       shows them as si_pid 0), the ledgers tell the verdict
+  --gated             engine criu: sigplain --gate, which takes no signal until
+                      its gate signal (SIGRTMAX): the warm-up and --signals
+                      pile up in its threads' queues and the process's and
+                      move with it; the gate is sent to the live copy after
+                      the move (or to the original after a rollback)
   --snapshot-limit N  records per queue in the before/after snapshots (default 100000, the agent's maximum)
   --resume-at-once    let the source agent resume the copy on B right after
                       its commit (downtime = freeze to resume); by default
@@ -80,7 +85,7 @@ target=${SIGMIG_B_LINK_URL:-}
 token=${SIGMIG_TOKEN:-}
 token_to=${SIGMIG_TOKEN_TO:-}
 threads=4 signals=4000 after=1000 expect=ok fault="" migrate_timeout_ms=""
-forward_ms="" out="" engine=runtime snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=60
+forward_ms="" out="" engine=runtime gated=0 snapshot_limit=100000 rt_only=0 requeue_with="" settle=0 resume_target=false live_rate=0 live_seconds=60
 BEFORE_HOOK=() DURING_HOOK=() AFTER_HOOK=() HOOK=() HOOK_WORDS=0
 
 # hook_words ARGS...: the words after --before/--during-migrate up to ';'
@@ -133,6 +138,7 @@ parse_args() {
 		--out) out=${2:?}; shift 2 ;;
 		--snapshot-limit) snapshot_limit=${2:?}; shift 2 ;;
 		--engine) engine=${2:?}; shift 2 ;;
+		--gated) gated=1; shift ;;
 		--resume-at-once) resume_target=true; shift ;;
 		--quiet) SIGMIG_QUIET=1; shift ;;
 		-h|--help) show_help ;;
@@ -148,6 +154,7 @@ parse_args() {
 	token_to=${token_to:-$token}
 	case "$expect" in ok|rollback) ;; *) die "--expect ok|rollback" ;; esac
 	case "$engine" in runtime|criu) ;; *) die "--engine runtime|criu" ;; esac
+	[ "$gated" = 0 ] || [ "$engine" = criu ] || die "--gated: with --engine criu only"
 	[[ $threads =~ ^[1-9][0-9]*$ ]] || die "--threads: a positive number"
 	[[ $signals =~ ^[1-9][0-9]*$ ]] || die "--signals: a positive number"
 	[[ $after =~ ^[0-9]+$ ]] || die "--after: a number"
@@ -176,6 +183,8 @@ main() {
 	if [ "$engine" = runtime ]; then
 		pile_up
 		snapshot_before
+	elif [ "$gated" = 1 ]; then
+		pile_up_gated
 	fi
 	if migrate_call; then
 		MIGRATED=1

@@ -97,8 +97,23 @@ wait_live_senders() {
 PROGRAM_A=sigstorm
 # engine criu: sigplain with a POSIX timer, pid 1 of its own PID namespace
 plain_args() {
-	jq -cn --argjson t "$threads" '{program: "sigplain", engine: "criu",
-		args: ["--threads", ($t | tostring), "--timer-us", "50000"]}'
+	jq -cn --argjson t "$threads" --argjson gated "$gated" '{program: "sigplain", engine: "criu",
+		args: (["--threads", ($t | tostring), "--timer-us", "50000"]
+		       + (if $gated == 1 then ["--gate"] else [] end))}'
+}
+
+# sigplain --gate's gate: one SIGRTMAX with a payload, a send like any
+# other (its log and its delivery are in the verdict).
+GATE_SIGNAL=64
+open_gate() {	# HOST PID
+	local id=$((${#SENDERS[@]} + 1))
+	start_workload "$1" "$(jq -cn --arg pid "$2" --arg id "$id" --arg sig "$GATE_SIGNAL" \
+		'{program: "sigsend", control: false, args: ["--pid", $pid, "--log", "/proc/self/fd/1",
+		  "--count", "1", "--kinds", "sigqueue", "--rt", $sig, "--std-percent", "0",
+		  "--seed", $id, "--id", $id]}')" || die "cannot start the gate's sender on $1"
+	SENDERS+=("$1:$WL_ID")
+	wait_exited "$1" "$WL_ID" 60 || die "the gate's sender $WL_ID on $1 did not finish within 60s"
+	say "gate opened on $1 (SIGRTMAX to pid $2): what was held pending is delivered now"
 }
 
 start_on_a() {
@@ -110,9 +125,21 @@ start_on_a() {
 	fi
 	STORM_A=$WL_ID PID_A=$WL_PID
 	say "$PROGRAM_A started on A: workload $STORM_A, pid $PID_A, $threads threads"
-	# Some traffic while it runs: these signals are delivered on A.
+	# Some traffic while it runs: these signals are delivered on A (held
+	# pending when gated).
 	run_sender a "$PID_A" 300 "$rt_only"
-	say "warm-up: 300 signals sent while it runs (delivered on A)"
+	if [ "$gated" = 1 ]; then
+		say "warm-up: 300 signals sent while it runs, held pending behind its gate"
+	else
+		say "warm-up: 300 signals sent while it runs (delivered on A)"
+	fi
+}
+
+# Engine criu, gated: sigplain itself keeps them pending (nothing is
+# frozen); the parasite's drain is what counts them, in the move's reply.
+pile_up_gated() {
+	run_sender a "$PID_A" "$signals" "$rt_only"
+	say "$signals more sent to sigplain behind its gate: they stay pending in its queues for the move"
 }
 
 pile_up() {
@@ -234,6 +261,7 @@ after_ok() {
 	[ "$engine" = criu ] || say "on B: workload $STORM_B, pid $PID_B, state $st, $(queue_sizes "$out/after.json") pending"
 	st=$(workload_state a "$STORM_A")
 	[ "$st" = migrated ] || FAILURES+=("the original on A is '$st', not migrated, after a confirmed move")
+	[ "$gated" = 0 ] || open_gate b "$PID_B"
 	if [ "$after" -gt 0 ]; then
 		run_sender b "$PID_B" "$after" "$rt_only"
 		say "$after more signals sent to the moved process on B"
@@ -267,6 +295,7 @@ after_rollback() {
 			FAILURES+=("B kept a restored copy ($STRAY_B) running although A thawed the original: two copies")
 		fi
 	fi
+	[ "$gated" = 0 ] || open_gate a "$PID_A"
 	if [ "$after" -gt 0 ]; then
 		run_sender a "$PID_A" "$after" "$rt_only"
 		say "$after more signals sent to the original, still on A"
@@ -282,13 +311,28 @@ sent_pending() {	# HOST ID
 		| map(select(.code_name == "SI_USER" or .code_name == "SI_QUEUE" or .code_name == "SI_TKILL")) | length'
 }
 
+# Engine criu: sigplain's queues cannot be read without a move, but a
+# handler runs for each signal at once: done when its ledger has had no new
+# delivery but its timer's for 2 s (thousands held behind a gate take a
+# while under TCG). The siginfo's si_code (bytes 8-11) of SI_TIMER is -2.
+SENT_DELIVERIES=-1
+ledger_settled() {
+	local n
+	sleep 2
+	fetch_file "$LIVE" "$LIVE_ID" ledger "$out/.drain-ledger.txt" || return 1
+	n=$(awk '$1 == "D" && substr($5, 17, 8) != "feffffff"' "$out/.drain-ledger.txt" | wc -l)
+	[ "$n" = "$SENT_DELIVERIES" ] && return 0
+	SENT_DELIVERIES=$n
+	return 1
+}
+
 # Thaw the live copy for a while, then freeze it and look: done when no
 # sent signal is pending any more (its ledger is then final).
 drained() {
 	local pending
-	if [ "$engine" = criu ]; then	# it blocks nothing: a handler runs at once
-		sleep 3
-		return 0
+	if [ "$engine" = criu ]; then	# it blocks nothing once its gate is open
+		ledger_settled
+		return
 	fi
 	api_to "$LIVE" POST "/v1/workloads/$LIVE_ID/thaw" "$out/.drain-thaw.json" 2>/dev/null || true
 	sleep 2

@@ -105,12 +105,23 @@ check_verdict "live senders through the move"
 # A program that does not link the runtime (sigplain: threads, a POSIX
 # timer, a handler per delivery) moved by CRIU and the parasite, engine
 # criu, from guest A to guest B, with live senders through the move. The
-# target matches the commit delta with what CRIU queued by content.
-run_case criu -- --engine criu --threads 3 --after 300 --live-senders 300 --live-seconds 90
+# target matches the commit delta with what CRIU queued by content. Gated
+# (sigplain --gate takes no signal before its gate signal), it has
+# thousands pending in its threads' queues and the process's when it
+# moves; the gate opens on B. The sizes keep what B's copy holds at once
+# (moved + delta) under the guests' RLIMIT_SIGPENDING, which CRIU gives
+# the copy as the original had it.
+run_case criu -- --engine criu --gated --threads 3 --signals 2000 --after 300 \
+	--live-senders 100 --live-seconds 90
 [ "$CASE_RC" = 0 ] && [ -f "$RESULT" ]
 tap $? "engine criu: sigplain moves A -> B (migrate.sh rc=$CASE_RC)"
 [ "$(result '.migrate.engine')" = criu ] && [ "$(result '.migrate.target_workload.restore.engine')" = criu ]
 tap $? "engine criu: CRIU restored it on B, the parasite requeued $(result '.migrate.target_workload.restore.signals') drained records and verified them"
+moved=$(result '.migrate.target_workload.restore.signals')
+queues=$(result '.migrate.target_workload.restore.queues | "\([.private[]] | map(tostring) | join(" + ")) private + \(.shared) process-wide"')
+[ "${moved:-0}" -ge 1000 ] && [ "$(result '.migrate.signals')" = "$moved" ] &&
+	[ "$(result '.migrate.target_workload.restore.queues | ([.private[] | select(. > 0)] | length >= 2) and .shared > 0')" = true ]
+tap $? "engine criu: thousands pending in both queues moved ($moved = $queues; the source drained $(result '.migrate.signals'))"
 esrch=$(result '.ledger_extra.live_esrch')
 [ "${esrch:-0}" -gt 0 ]
 tap $? "engine criu: the senders still sent after the original was gone (${esrch:-0} sends failed with ESRCH)"

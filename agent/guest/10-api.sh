@@ -46,17 +46,19 @@ note_pid "$W" "$PID"
 check "201 has Location /v1/workloads/$W" test "$(header Location)" = "/v1/workloads/$W"
 check "started workload is running" test "$(jqb .state)" = running
 req GET /v1/workloads
+expect "GET /v1/workloads without a token is 401 (a workload's arguments and pid are private)" 401 unauthorized
+areq GET /v1/workloads
 expect "GET /v1/workloads" 200
 check "list holds $W" jq -e --arg w "$W" '.workloads | map(.id) | index($w)' "$BODY" >/dev/null
 threads_registered() {	# ID N
-	REQ_TIMEOUT=10 fetch "$WORK/wl.body" "$WORK/wl.headers" GET "/v1/workloads/$1"
+	REQ_TIMEOUT=10 afetch "$WORK/wl.body" "$WORK/wl.headers" GET "/v1/workloads/$1"
 	jq -e ".runtime.threads | length == $2" "$WORK/wl.body" >/dev/null
 }
 wait_for 10 threads_registered "$W" 3 || true
-req GET "/v1/workloads/$W"
+areq GET "/v1/workloads/$W"
 expect "GET /v1/workloads/$W" 200
 check "inspect: runtime reports 3 threads" test "$(jqb '.runtime.threads | length')" = 3
-req HEAD "/v1/workloads/$W"
+areq HEAD "/v1/workloads/$W"
 expect "HEAD /v1/workloads/$W" 200
 
 # ---------------------------------------------------------------- freeze, pending signals
@@ -71,9 +73,9 @@ expect "POST /v1/workloads starts sigsend (control false)" 201
 S=$(jqb .id)
 note_pid "$S" "$(jqb .pid)"
 check "sigsend finishes" wait_for 120 state_is "$S" exited
-req GET "/v1/workloads/$S"
+areq GET "/v1/workloads/$S"
 check "sigsend exit code 0" test "$(jqb .exit.code)" = 0
-req GET "/v1/workloads/$S/log"
+areq GET "/v1/workloads/$S/log"
 expect "GET log of sigsend" 200
 
 # jq: the same record, or the same timer record with a higher overrun (the
@@ -175,7 +177,7 @@ if [ "$IFACE" = true ]; then
 			    | head_of($o.threads[$i].pending.signals; .threads[$i].pending.signals)] | all)
 			  and head_of($o.shared.signals; .shared.signals)
 			  and .pending_total >= $o.pending_total' "$BODY"
-	req GET "/v1/workloads/$R"
+	areq GET "/v1/workloads/$R"
 	check "restore hold: reading its signals leaves it held" jq -e '.state == "frozen" and .held == true' "$BODY"
 	# A commit delta goes into a held copy only, checked whole first.
 	areq POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream'
@@ -187,7 +189,7 @@ if [ "$IFACE" = true ]; then
 	req POST "/v1/workloads/$R/requeue" -H 'Content-Type: application/octet-stream' \
 		--data-binary "@$WORK/image"
 	expect "requeue without the token is 401" 401
-	req GET "/v1/workloads/$R"
+	areq GET "/v1/workloads/$R"
 	check "restore hold: refused requeues leave it held" jq -e '.state == "frozen" and .held == true' "$BODY"
 	areq POST "/v1/workloads/$R/thaw"
 	expect "restore hold: thaw resumes it" 200
@@ -291,9 +293,9 @@ else
 fi
 
 # ---------------------------------------------------------------- files, metrics
-req GET "/v1/workloads/$W/ledger"
+areq GET "/v1/workloads/$W/ledger"
 expect "GET ledger" 200
-req GET "/v1/workloads/$S/ledger"
+areq GET "/v1/workloads/$S/ledger"
 expect "a workload without a runtime has no ledger (404)" 404 no_file
 req GET /metrics
 expect "GET /metrics" 200
@@ -307,7 +309,7 @@ fi
 
 # ---------------------------------------------------------------- errors
 try "unknown path is 404" 404 not_found req GET /v1/nope
-try "unknown workload is 404" 404 unknown_workload req GET /v1/workloads/w999999
+try "unknown workload is 404" 404 unknown_workload areq GET /v1/workloads/w999999
 try "malformed workload id is 404" 404 unknown_workload areq GET /v1/workloads/bogus/signals
 try "PUT /v1/workloads is 405" 405 method_not_allowed req PUT /v1/workloads
 check "405 carries Allow" test "$(header Allow)" = "GET, HEAD, POST"

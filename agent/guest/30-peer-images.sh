@@ -53,7 +53,7 @@ check "the checkpoint has thread, shared and timer records ($(jq -c '{shared, ti
 T0=$(jq -r '.threads[0].index' "$WORK/image.json")
 
 workloads_count() {
-	REQ_TIMEOUT=10 fetch "$WORK/list.body" "$WORK/list.headers" GET /v1/workloads
+	REQ_TIMEOUT=10 afetch "$WORK/list.body" "$WORK/list.headers" GET /v1/workloads
 	jq '.workloads | length' "$WORK/list.body"
 }
 

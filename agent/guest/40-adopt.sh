@@ -75,14 +75,14 @@ printf '{"id":' >"$STATE_DIR/w93.record.tmp"
 
 crash_and_restart "crash 1"
 check "the workloads kept running while no agent ran" sh -c "kill -0 $PID && kill -0 $PPID_PLAIN"
-req GET "/v1/workloads/$W"
+areq GET "/v1/workloads/$W"
 expect "GET the adopted workload" 200
 check "$W adopted: same pid, frozen (its runtime answers), control, adopted ($(jq -c '{pid, state, adopted}' "$BODY"))" \
 	jq -e --argjson pid "$PID" '.pid == $pid and .state == "frozen" and .control and .adopted == true
 		and .runtime.state == "frozen"' "$BODY"
-req GET "/v1/workloads/$P"
+areq GET "/v1/workloads/$P"
 check "$P adopted as well (no runtime)" jq -e --argjson pid "$PPID_PLAIN" '.pid == $pid and .state == "running" and .adopted == true' "$BODY"
-req GET /v1/workloads
+areq GET /v1/workloads
 check "records not adopted: not JSON, a reused pid, a gone process ($(jq -c '[.workloads[].id]' "$BODY"))" \
 	jq -e '[.workloads[].id] | (index("w90") // index("w91") // index("w92")) == null' "$BODY"
 check "their records are removed, and a half-written one" sh -c "! ls '$STATE_DIR'/w9[0123].record* 2>/dev/null"
@@ -102,7 +102,7 @@ expect "DELETE it" 200
 
 kill -KILL "$PPID_PLAIN"
 check "an adopted workload's end is seen (not our child: its pidfd)" wait_for 10 state_is "$P" exited
-req GET "/v1/workloads/$P"
+areq GET "/v1/workloads/$P"
 check "its exit status is unknown: code and signal null" jq -e '.exit == {"code": null, "signal": null}' "$BODY"
 areq DELETE "/v1/workloads/$P"
 expect "DELETE the ended adopted workload" 200
@@ -128,7 +128,7 @@ R=$(jqb .id)
 RPID=$(jqb .pid)
 note_pid "$R" "$RPID"
 crash_and_restart "crash 2"
-req GET "/v1/workloads/$R"
+areq GET "/v1/workloads/$R"
 check "the held copy is adopted held: frozen, held, restored ($(jq -c '{state, held, restored}' "$BODY"))" \
 	jq -e --argjson pid "$RPID" '.pid == $pid and .state == "frozen" and .held == true and .restored' "$BODY"
 areq POST "/v1/workloads/$R/thaw"

@@ -115,6 +115,11 @@ req() {
 	STATUS=$FETCH_STATUS
 }
 
+# As fetch, with the bearer token.
+afetch() {
+	fetch "$@" -H "Authorization: Bearer $TOKEN"
+}
+
 # As req, with the bearer token.
 areq() {
 	method=$1
@@ -206,7 +211,7 @@ rss_kb() {
 }
 
 workload_state() {	# ID (BODY is left alone)
-	REQ_TIMEOUT=10 fetch "$WORK/wl.body" "$WORK/wl.headers" GET "/v1/workloads/$1"
+	REQ_TIMEOUT=10 afetch "$WORK/wl.body" "$WORK/wl.headers" GET "/v1/workloads/$1"
 	jq -r .state "$WORK/wl.body"
 }
 

@@ -33,7 +33,7 @@ struct request;
 struct reply;
 typedef void (*route_handler)(struct request *req, struct reply *out);
 
-/* Beyond POST and DELETE: a read that freezes the workload or is costly. */
+/* Beyond POST and DELETE: a read that tells about a workload or costs. */
 enum route_auth {
 	AUTH_BY_METHOD,
 	AUTH_ALWAYS,

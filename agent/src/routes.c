@@ -8,12 +8,18 @@
 #include "handlers.h"
 #include "router.h"
 
+/*
+ * Only the liveness probe, what the agent and its kernel can do, and the
+ * aggregate counters are open: every read about a workload (its
+ * arguments, pid, ledger of every siginfo it took, its output) needs the
+ * token, as every change does.
+ */
 const struct route agent_routes[] = {
 	{ "/v1/health", { { M_GET, handle_health, BODY_NONE, AUTH_BY_METHOD } } },
 	{ "/v1/capabilities", { { M_GET, handle_capabilities, BODY_NONE, AUTH_BY_METHOD } } },
-	{ "/v1/workloads", { { M_GET, handle_list, BODY_NONE, AUTH_BY_METHOD },
+	{ "/v1/workloads", { { M_GET, handle_list, BODY_NONE, AUTH_ALWAYS },
 			     { M_POST, handle_start, BODY_JSON, AUTH_BY_METHOD } } },
-	{ "/v1/workloads/{id}", { { M_GET, handle_get, BODY_NONE, AUTH_BY_METHOD },
+	{ "/v1/workloads/{id}", { { M_GET, handle_get, BODY_NONE, AUTH_ALWAYS },
 				  { M_DELETE, handle_delete, BODY_NONE, AUTH_BY_METHOD } } },
 	/* it freezes, dumps and thaws the workload: as costly as a checkpoint */
 	{ "/v1/workloads/{id}/signals",
@@ -27,8 +33,8 @@ const struct route agent_routes[] = {
 	  { { M_POST, handle_requeue, BODY_IMAGE, AUTH_BY_METHOD } } },
 	{ "/v1/workloads/{id}/replay",
 	  { { M_POST, handle_replay, BODY_NONE, AUTH_BY_METHOD } } },
-	{ "/v1/workloads/{id}/ledger", { { M_GET, handle_ledger, BODY_NONE, AUTH_BY_METHOD } } },
-	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE, AUTH_BY_METHOD } } },
+	{ "/v1/workloads/{id}/ledger", { { M_GET, handle_ledger, BODY_NONE, AUTH_ALWAYS } } },
+	{ "/v1/workloads/{id}/log", { { M_GET, handle_log, BODY_NONE, AUTH_ALWAYS } } },
 	{ "/v1/restore", { { M_POST, handle_restore, BODY_IMAGE, AUTH_BY_METHOD } } },
 	{ "/metrics", { { M_GET, handle_metrics, BODY_NONE, AUTH_BY_METHOD } } },
 	{ "/v1/debug/fault", { { M_POST, handle_debug_fault, BODY_JSON, AUTH_BY_METHOD } } },

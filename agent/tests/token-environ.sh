@@ -3,7 +3,7 @@
 # so that ps does not show it), must not outlive its reading: not in the
 # agent's own /proc/PID/environ, not in the environment of the programs it
 # starts (a workload that prints its environment would publish it through
-# GET .../log, which needs no token).  TAP on stdout.
+# GET .../log to anyone who reads its output).  TAP on stdout.
 # Usage: token-environ.sh AGENT_BINARY
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

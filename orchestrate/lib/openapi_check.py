@@ -5,6 +5,7 @@
                      [--headers FILE] [--body FILE]
     openapi_check.py [--spec FILE] records DIR
     openapi_check.py [--spec FILE] console LOG
+    openapi_check.py [--spec FILE] routes
 
 reply    one reply: exit 0 when it conforms, 1 with one line per problem,
          each naming the field ($.threads[0].pending.count: ...).
@@ -14,6 +15,9 @@ records  every reply agent/guest/lib.sh recorded in DIR (N.meta, N.headers,
 console  the same records, framed on a guest's serial console as
          SIGMIG-REPLY lines (agent/guest/lib.sh writes them when its test
          ends); prints nothing when the console holds no agent test.
+routes   every operation, one line each: METHOD PATH bearer|open (bearer
+         when its security, or the document's, names a scheme), for the
+         tests that try every route without a token.
 
 A reply conforms when its path and method are an operation of the spec (an
 unknown path must be the spec's x-sigmig-fallback unknown-path reply, an
@@ -409,6 +413,18 @@ def cmd_console(spec, a):
     return 1 if tap_records(spec, records, counts) else 0
 
 
+def cmd_routes(spec, a):
+    doc = spec.doc
+    for path, item in doc.get("paths", {}).items():
+        for method in METHODS:
+            op = item.get(method)
+            if op is None:
+                continue
+            security = op.get("security", doc.get("security", []))
+            print("%s %s %s" % (method.upper(), path, "bearer" if security else "open"))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=DEFAULT_SPEC)
@@ -424,10 +440,12 @@ def main():
     p.add_argument("dir")
     p = sub.add_parser("console")
     p.add_argument("log")
+    sub.add_parser("routes")
     a = ap.parse_args()
     try:
         spec = Spec(a.spec)
-        return {"reply": cmd_reply, "records": cmd_records, "console": cmd_console}[a.cmd](spec, a)
+        return {"reply": cmd_reply, "records": cmd_records, "console": cmd_console,
+                "routes": cmd_routes}[a.cmd](spec, a)
     except (OSError, SpecError, yaml.YAMLError, jsonschema.exceptions.SchemaError) as e:
         print("not ok - openapi: cannot check against %s: %s" % (a.spec, e))
         return 2

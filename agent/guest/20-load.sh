@@ -31,26 +31,33 @@ note_pid "$W" "$(jqb .pid)"
 req GET /v1/capabilities
 if [ "$(jqb .migration)" = true ]; then SIG=200; else SIG=503; fi
 
-# The mix of every round, with each request's expected status (GET /v1/health
-# and the list twice: they weigh double).
+# The mix of every round, as a client without the token sees the agent,
+# with each request's expected status (GET /v1/health and the list twice:
+# they weigh double). Every read about a workload is 401 to it.
 PLAN="GET /v1/health 200
 GET /v1/health 200
-GET /v1/workloads 200
-GET /v1/workloads/$W/ledger 200
+GET /v1/workloads 401
+GET /v1/workloads/$W/ledger 401
 HEAD /v1/capabilities 200
 DELETE /v1/workloads/w99999 401
-GET /v1/workloads/w1x 404
+GET /v1/workloads/w1x 401
 POST /metrics 405
-GET /v1/workloads/$W/log 200
-GET /v1/workloads 200
+GET /v1/workloads/$W/log 401
+GET /v1/workloads 401
 GET /metrics 200
 GET /v1/capabilities 200
-GET /v1/workloads/w99999 404
+GET /v1/workloads/w99999 401
 PUT /v1/workloads 405
 POST /v1/restore 401
 GET /nowhere 404"
+# With the token: reading the queues freezes the workload; the other
+# reads tell about it.
 PEEKS="GET /v1/workloads/$W/signals?limit=10 $SIG
-GET /v1/workloads/$W 200"
+GET /v1/workloads/$W 200
+GET /v1/workloads 200
+GET /v1/workloads/$W/ledger 200
+GET /v1/workloads/$W/log 200
+GET /v1/workloads/w99999 404"
 
 # Each request of the plans once through req: its reply is recorded and
 # checked against docs/openapi.yaml (the load generator's are not kept).
@@ -60,10 +67,9 @@ while read -r method path want; do
 done <<EOF
 $PLAN
 EOF
-# Reading the queues freezes the workload: the token is needed.
 while read -r method path want; do
 	areq "$method" "$path"
-	expect "sample: $method $path is $want" "$want"
+	expect "sample with the token: $method $path is $want" "$want"
 done <<EOF
 $PEEKS
 EOF

@@ -52,10 +52,10 @@ W=$(jqb .id)
 PID=$(jqb .pid)
 note_pid "$W" "$PID"
 # A stranger to the agent, and a program without the runtime that waits
-# (paused) to send it signals.
+# (paused) to send signals to the workload.
 sleep 600 &
 STRANGER=$!
-areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$STRANGER\",\"--log\",\"/proc/self/fd/1\",\"--paused\"]}"
+areq POST /v1/workloads --json "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$PID\",\"--log\",\"/proc/self/fd/1\",\"--paused\"]}"
 expect "a program without the runtime started" 201
 P=$(jqb .id)
 PPID_PLAIN=$(jqb .pid)

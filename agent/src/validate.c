@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,46 @@ static const char *file_option_refused(const struct workload_args *args,
 	    !log_sink_allowed(arg))
 		return "--log may only be /proc/self/fd/1 or /dev/stdout";
 	return NULL;
+}
+
+/* A pid as sigsend must read it: decimal digits only, 1..INT_MAX. */
+static long pid_value(const char *s)
+{
+	long v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (*s - '0');
+		if (v > INT_MAX)
+			return -1;
+	}
+	return v ? v : -1;
+}
+
+int sigsend_targets(const struct workload_args *args, long *pids, int max,
+		    struct verror *err)
+{
+	const char *value;
+	unsigned int i;
+	int n = 0;
+
+	for (i = 0; i < args->argc; i++) {
+		/* exactly "pid": any shorter spelling is ambiguous for getopt */
+		if (!spells_option(args->argv[i], "pid", 3, &value))
+			continue;
+		if (!value && i + 1 < args->argc)
+			value = args->argv[++i];
+		if (!value || pid_value(value) < 0)
+			return fail(err, "invalid_field",
+				    "args: --pid takes a pid (decimal digits)");
+		if (n == max)
+			return fail(err, "invalid_field", "args: at most %d --pid", max);
+		pids[n++] = pid_value(value);
+	}
+	return n;
 }
 
 int workload_args_add(struct workload_args *args, const char *arg, size_t len,

@@ -71,6 +71,14 @@ int workload_args_add(struct workload_args *args, const char *arg, size_t len,
 		      struct verror *err);
 void workload_args_free(struct workload_args *args);
 
+/*
+ * The pids sigsend would be told to signal (every --pid, as getopt_long()
+ * reads "--pid N" and "--pid=N"), at most @max of them. Returns their
+ * number, or -1 with @err when a value is not a pid.
+ */
+int sigsend_targets(const struct workload_args *args, long *pids, int max,
+		    struct verror *err);
+
 /* The query of POST /v1/restore: ?program=&arg=...&hold=1|0, decoded. */
 struct restore_query {
 	char program[PROGRAM_NAME_MAX + 1];	/* "": the image's own */

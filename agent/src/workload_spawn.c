@@ -246,6 +246,31 @@ static int wait_runtime_ready(struct workload *w, struct api_error *err)
 	}
 }
 
+/*
+ * sigsend runs as root and would signal any process, the guest's init
+ * among them: it may aim only at this agent's live workloads. (A pid
+ * freed and reused while it sends is not covered.)
+ */
+static int sigsend_targets_allowed(const struct start_request *req,
+				   struct api_error *err)
+{
+	long pids[WORKLOAD_ARGS_MAX];
+	struct verror verr;
+	int n, i;
+
+	if (strcmp(req->program, "sigsend"))
+		return 0;
+	n = sigsend_targets(&req->args, pids, WORKLOAD_ARGS_MAX, &verr);
+	if (n < 0)
+		return api_error_set(err, 400, verr.code, "%s", verr.detail);
+	for (i = 0; i < n; i++)
+		if (!wl_pid_is_workload((pid_t)pids[i]))
+			return api_error_set(err, 403, "target_not_allowed",
+					     "sigsend may signal this agent's running "
+					     "workloads only: pid %ld is not one", pids[i]);
+	return 0;
+}
+
 int workload_start(const struct start_request *req, struct workload **out,
 		   struct api_error *err)
 {
@@ -253,7 +278,8 @@ int workload_start(const struct start_request *req, struct workload **out,
 	char path[PATH_MAX];
 	struct workload *w;
 
-	if (wl_program_path(req->program, path, sizeof(path), err))
+	if (wl_program_path(req->program, path, sizeof(path), err) ||
+	    sigsend_targets_allowed(req, err))
 		return -1;
 	w = wl_new(req->program, &req->args, req->control, err);
 	if (!w)

@@ -273,6 +273,19 @@ struct workload *workload_find(const char *id)
 	return w;
 }
 
+bool wl_pid_is_workload(pid_t pid)
+{
+	bool found = false;
+	unsigned int i;
+
+	wl_lock();
+	for (i = 0; i < table.cfg->max_workloads && !found; i++)
+		found = table.slots[i] && !table.slots[i]->exited &&
+			table.slots[i]->pid == pid;
+	wl_unlock();
+	return found;
+}
+
 struct workload *wl_get_slot(unsigned int i)
 {
 	struct workload *w;

@@ -306,6 +306,28 @@ for a in '"--log","OUT/sent"' '"--lo=OUT/sent"' '"--pid-file","OUT/pid"' '"--pid
 		-d "{\"program\":\"sigsend\",\"control\":false,\"args\":[\"--pid\",\"$target\",\"--count\",\"1\",$a]}"
 	expect "sigsend ${a//\"/}" 400 invalid_field
 done
+
+# ---------------------------------------------------------------- sigsend's targets
+# It runs as root: only this agent's running workloads may be its target,
+# not init, the agent, or the sleep above, in any spelling getopt takes.
+sigsend_to() {	# ARGS (JSON list members)
+	acall POST /v1/workloads "${JSON[@]}" \
+		-d "{\"program\":\"sigsend\",\"control\":false,\"args\":[$1,\"--count\",\"1\",\"--log\",\"/dev/stdout\"]}"
+}
+for a in '"--pid","1"' '"--pid=1"' "\"--pid\",\"$agent_pid\"" "\"--pid=$target\"" \
+	"\"--pid\",\"$target\",\"--pid\",\"1\""; do
+	sigsend_to "$a"
+	expect "sigsend aimed at a process that is no workload (${a//\"/})" 403 target_not_allowed
+done
+for a in '"--pid=1x"' '"--pid","0x1"' '"--pid="' '"--pid","99999999999"' '"--pid"'; do
+	sigsend_to "$a"
+	expect "sigsend with a --pid that is not a pid (${a//\"/})" 400 invalid_field
+done
+victim=$(curl -sS -m 30 -H @"$WORK/auth" "${JSON[@]}" -d '{"program":"sigstorm","control":false}' \
+	"$BASE/v1/workloads" | jq -r '.id + " " + (.pid | tostring)')
+sigsend_to "\"--pid\",\"${victim#* }\""
+check "sigsend aimed at a workload of the agent starts: $STATUS" test "$STATUS" = 201
+curl -s -m 30 -o /dev/null -X DELETE -H @"$WORK/auth" "$BASE/v1/workloads/${victim%% *}" || true
 kill "$target" 2>/dev/null || true
 wait "$target" 2>/dev/null || true
 

@@ -112,6 +112,41 @@ static void test_many_args(void)
 	ok(!strcmp(start_code(body), "invalid_field"), "start: too many args refused");
 }
 
+/* sigsend_targets() over @n arguments: the count, the pids in @pids. */
+static int targets_of(const char *const *argv, unsigned int n, long *pids)
+{
+	struct workload_args args = { 0 };
+	struct verror err;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		args.argv[args.argc++] = (char *)argv[i];
+	return sigsend_targets(&args, pids, 4, &err);
+}
+
+static void test_sigsend_targets(void)
+{
+	static const char *const two_forms[] = { "--pid", "42", "--count", "1", "--pid=7" };
+	static const char *const none[] = { "--pid-file", "x", "--paused", "--count", "1" };
+	static const char *const bad[][2] = {
+		{ "--pid=4x", "" }, { "--pid", "0x10" }, { "--pid=", "" }, { "--pid", "0" },
+		{ "--pid", "99999999999" }, { "--pid", "-1" }, { "--pid", "--count" },
+	};
+	static const char *const last[] = { "--count", "1", "--pid" };
+	static const char *const many[] = { "--pid=1", "--pid=2", "--pid=3", "--pid=4", "--pid=5" };
+	long pids[4];
+	unsigned int i;
+
+	ok(targets_of(two_forms, 5, pids) == 2 && pids[0] == 42 && pids[1] == 7,
+	   "sigsend targets: --pid N and --pid=N, every occurrence");
+	ok(targets_of(none, 5, pids) == 0, "sigsend targets: --pid-file and others are not --pid");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ok(targets_of(bad[i], bad[i][1][0] ? 2 : 1, pids) == -1,
+		   "sigsend targets: '%s %s' is not a pid", bad[i][0], bad[i][1]);
+	ok(targets_of(last, 3, pids) == -1, "sigsend targets: --pid without a value refused");
+	ok(targets_of(many, 5, pids) == -1, "sigsend targets: more --pid than room refused");
+}
+
 static const char *migrate_code(const char *body, struct migrate_request *req)
 {
 	static struct verror err;
@@ -320,6 +355,7 @@ int main(void)
 	test_ids_and_names();
 	test_start_request();
 	test_many_args();
+	test_sigsend_targets();
 	test_migrate_request();
 	test_requeue_query();
 	test_bearer();

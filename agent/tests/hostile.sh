@@ -323,7 +323,9 @@ for a in '"--pid=1x"' '"--pid","0x1"' '"--pid="' '"--pid","99999999999"' '"--pid
 	sigsend_to "$a"
 	expect "sigsend with a --pid that is not a pid (${a//\"/})" 400 invalid_field
 done
-victim=$(curl -sS -m 30 -H @"$WORK/auth" "${JSON[@]}" -d '{"program":"sigstorm","control":false}' \
+# (with its runtime: without it, sigstorm exits at once on its usage)
+victim=$(curl -sS -m 30 -H @"$WORK/auth" "${JSON[@]}" \
+	-d '{"program":"sigstorm","args":["--threads","1","--no-local"]}' \
 	"$BASE/v1/workloads" | jq -r '.id + " " + (.pid | tostring)')
 sigsend_to "\"--pid\",\"${victim#* }\""
 check "sigsend aimed at a workload of the agent starts: $STATUS" test "$STATUS" = 201

@@ -8,6 +8,9 @@
 #include "config.h"
 #include "validate.h"
 
+/* A smaller cap ends a workload at its first lines: a mistake, not a policy. */
+#define MAX_OUTPUT_MIN	(64 << 10)
+
 enum {
 	OPT_LISTEN = 256,
 	OPT_PORT,
@@ -15,6 +18,7 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_MAX_BODY,
 	OPT_MAX_IMAGE,
+	OPT_MAX_OUTPUT,
 	OPT_LOG_LEVEL,
 	OPT_BIN_DIR,
 	OPT_STATE_DIR,
@@ -38,6 +42,7 @@ static const struct option long_options[] = {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 	{ "max-image", required_argument, NULL, OPT_MAX_IMAGE },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "bin-dir", required_argument, NULL, OPT_BIN_DIR },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
@@ -69,6 +74,9 @@ void config_usage(FILE *out)
 		"                            (without it, no token: the agent refuses to start)\n"
 		"  --max-body BYTES          JSON body cap, K/M/G suffixes (default 64K)\n"
 		"  --max-image BYTES         image upload cap (default 256M)\n"
+		"  --max-output BYTES        largest file a workload may write, its log and\n"
+		"                            ledger among them (RLIMIT_FSIZE; default 1G,\n"
+		"                            at least 64K; 0: no limit)\n"
 		"  --log-level LEVEL         error|warn|info|debug (default info)\n"
 		"  --bin-dir DIR             programs that may be started (default /sigmig/bin)\n"
 		"  --state-dir DIR           sockets, ledgers, images (default /run/sigmig)\n"
@@ -93,6 +101,7 @@ static void set_defaults(struct agent_config *cfg)
 	cfg->port = 8080;
 	cfg->max_body = 64 << 10;
 	cfg->max_image = 256 << 20;
+	cfg->max_output = 1ull << 30;
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->bin_dir = "/sigmig/bin";
 	cfg->state_dir = "/run/sigmig";
@@ -227,6 +236,11 @@ static int apply_option(struct agent_config *cfg, int opt, const char *arg,
 	case OPT_MAX_IMAGE:
 		if (parse_size(arg, &cfg->max_image) || cfg->max_image == 0)
 			return bad(err, errlen, "max-image", arg);
+		return 0;
+	case OPT_MAX_OUTPUT:
+		if (parse_size(arg, &cfg->max_output) ||
+		    (cfg->max_output && cfg->max_output < MAX_OUTPUT_MIN))
+			return bad(err, errlen, "max-output", arg);
 		return 0;
 	case OPT_LOG_LEVEL:
 		if (log_parse_level(arg, &cfg->log_level))

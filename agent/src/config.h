@@ -19,6 +19,7 @@ struct agent_config {
 	char *token;			/* NULL only with insecure_loopback */
 	uint64_t max_body;		/* JSON request bodies */
 	uint64_t max_image;		/* image uploads (POST /v1/restore) */
+	uint64_t max_output;		/* a workload's files, each (RLIMIT_FSIZE); 0: none */
 	enum log_level log_level;
 	const char *bin_dir;		/* programs that may be started */
 	const char *state_dir;		/* sockets, ledgers, images, logs */

@@ -517,6 +517,10 @@ static int publish_restored(struct workload *w, void *arg, struct api_error *err
 	if (rename(p->dir, p->final_dir))
 		snprintf(p->final_dir, sizeof(p->final_dir), "%s", p->dir);
 	w->pid = p->pid;
+	/* CRIU gave it the source's limits: this host's own applies */
+	if (wl_limit_output(w->pid))
+		log_warn("workload %s: cannot set its output limit: %s", w->id,
+			 strerror(errno));
 	clock_gettime(CLOCK_REALTIME, &w->started);
 	wl_record_start_time(w);
 	return 0;

@@ -84,6 +84,8 @@ void wl_mark_exited(struct workload *w, int status, bool known);
 /* A referenced workload of slot @i (workload_put), or NULL. */
 struct workload *wl_get_slot(unsigned int i);
 bool wl_is_exited(struct workload *w);
+/* --max-output as @pid's RLIMIT_FSIZE; 0 or an errno. */
+int wl_limit_output(pid_t pid);
 /* A workload of this agent, not exited, has this pid (as the agent sees it). */
 bool wl_pid_is_workload(pid_t pid);
 bool wl_is_held(struct workload *w);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* What the API shows of a workload: the agent's record, and the runtime's when live. */
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -37,6 +38,30 @@ static json_t *exit_json(const struct workload *w)
 			 "signal");
 }
 
+static json_int_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (json_int_t)st.st_size;
+}
+
+/*
+ * Its files against --max-output (its RLIMIT_FSIZE): one at the limit had
+ * a write cut short or refused, so it does not hold everything the
+ * program meant to write there.
+ */
+static json_t *output_json(const struct workload *w)
+{
+	json_int_t max = (json_int_t)wl_config()->max_output;
+	bool has_ledger = w->control || w->criu;
+	json_int_t log = file_size(w->log);
+	json_int_t ledger = has_ledger ? file_size(w->ledger) : 0;
+
+	return json_pack("{s:I, s:I, s:o, s:b}", "max_bytes", max, "log_bytes", log,
+			 "ledger_bytes", has_ledger ? json_integer(ledger) : json_null(),
+			 "limit_reached", max && (log >= max || ledger >= max));
+}
+
 /* Called with the table lock held. */
 static json_t *snapshot_json(struct workload *w)
 {
@@ -59,6 +84,7 @@ static json_t *snapshot_json(struct workload *w)
 		json_object_set_new(o, "ledger", json_string(w->ledger));
 	}
 	json_object_set_new(o, "log", json_string(w->log));
+	json_object_set_new(o, "output", output_json(w));
 	if (w->restore_info)
 		json_object_set(o, "restore", w->restore_info);
 	if (w->held)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -74,6 +75,29 @@ static int build_argv(struct workload *w, const char *path, bool restore,
 }
 
 /*
+ * --max-output as the workload's RLIMIT_FSIZE: a write past it is cut
+ * short, the next one fails (EFBIG) and raises SIGXFSZ, which ends a
+ * program that does not handle it. Its log and ledger, the disk of the
+ * state directory, stay bounded whatever it prints.
+ */
+static struct rlimit output_limit(void)
+{
+	uint64_t max = wl_config()->max_output;
+	struct rlimit r = { RLIM_INFINITY, RLIM_INFINITY };
+
+	if (max)
+		r.rlim_cur = r.rlim_max = (rlim_t)max;
+	return r;
+}
+
+int wl_limit_output(pid_t pid)
+{
+	struct rlimit r = output_limit();
+
+	return prlimit(pid, RLIMIT_FSIZE, &r, NULL) ? errno : 0;
+}
+
+/*
  * The agent blocks its shutdown signals in every thread: the child starts
  * with an empty mask and default dispositions, in its own process group so
  * that a terminal's ^C aimed at the agent does not reach it.
@@ -101,6 +125,12 @@ static int spawn_child(struct workload *w, char **argv, pid_t *pid)
 	err = posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
+	if (err)
+		return err;
+	/* posix_spawn() sets no rlimit: as it starts, fail closed */
+	err = wl_limit_output(*pid);
+	if (err)
+		kill(*pid, SIGKILL);	/* the reaper thread reaps it */
 	return err;
 }
 
@@ -113,6 +143,7 @@ static int spawn_child(struct workload *w, char **argv, pid_t *pid)
 static int spawn_in_pid_namespace(struct workload *w, char **argv, pid_t *pid)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	struct rlimit fsize = output_limit();
 	sigset_t none;
 	long child;
 	int fd, sig;
@@ -130,6 +161,8 @@ static int spawn_in_pid_namespace(struct workload *w, char **argv, pid_t *pid)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* CRIU dumps a session only from inside the namespace: lead one */
 	setsid();
+	if (setrlimit(RLIMIT_FSIZE, &fsize))
+		_exit(127);
 	fd = open("/dev/null", O_RDONLY);
 	if (fd >= 0 && fd != 0) {
 		dup2(fd, 0);

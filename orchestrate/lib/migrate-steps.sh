@@ -341,6 +341,15 @@ drained() {
 	[ "$pending" = 0 ]
 }
 
+# A file the verdict reads is whole unless its workload reached the agent's
+# --max-output (docs/api.md): then lines are missing that were never
+# written, and the verdict cannot be trusted either way.
+output_complete() {	# HOST ID WHAT
+	api_to "$1" GET "/v1/workloads/$2" "$out/.output.json" || return 0
+	[ "$(jq -r '.output.limit_reached // false' "$out/.output.json")" = false ] ||
+		FAILURES+=("$3 ($2 on $1) reached the agent's --max-output ($(jq -c .output "$out/.output.json")): its file lacks what came after, the verdict is incomplete")
+}
+
 # Let the live copy consume what senders left pending, freeze it so that
 # its ledger is final, fetch every file, then stop it. Pending signals are
 # read only while it is frozen: few control round trips on a workload busy
@@ -354,15 +363,18 @@ drain_and_collect() {
 	fi
 	fetch_file "$LIVE" "$LIVE_ID" ledger "$out/ledger-live.txt" ||
 		FAILURES+=("cannot fetch the live copy's ledger")
+	output_complete "$LIVE" "$LIVE_ID" "the live copy's ledger"
 	if [ "$LIVE" != a ]; then
 		fetch_file a "$STORM_A" ledger "$out/ledger-a.txt" ||
 			FAILURES+=("cannot fetch the original's ledger from A")
+		output_complete a "$STORM_A" "the original's ledger"
 	fi
 	for spec in "${SENDERS[@]}"; do
 		host=${spec%%:*} id=${spec#*:}
 		n=$((n + 1))
 		fetch_file "$host" "$id" log "$out/sender-$n-$host.log" ||
 			FAILURES+=("cannot fetch sender log $id from $host")
+		output_complete "$host" "$id" "sender $n's log"
 	done
 	if [ -n "$STRAY_B" ]; then
 		# Its deliveries count too: the ledger shows what two copies did.

@@ -3,12 +3,14 @@
  * Matching by content, not by count: which records of the original's last
  * queues the copy already holds cannot be told from per-queue counts, as
  * CRIU's dump and restore do not promise that the records they carry are
- * the first ones of each queue, in the same queue. Each record is one
- * signal: its bytes (sender, payload, code) tell it apart, and two equal
- * records are two signals, so a held record stands in for one delta
- * record only.
+ * the first ones of each queue. Each record is one signal: its bytes
+ * (sender, payload, code) tell it apart, and two equal records are two
+ * signals, so a held record stands in for one delta record only, and only
+ * in its own queue: CRIU puts each thread's records back into that thread
+ * (same tid in the copy's PID namespace) and the shared ones into the
+ * shared queue, and the same signal sent alike to two threads (tgkill of
+ * SIGURG from outside the namespace: equal bytes) is two signals.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,27 +73,21 @@ static int has_suffix(const char *name, const char *suffix)
 	return n > k && !strcmp(name + n - k, suffix);
 }
 
-int held_set_load(struct held_set *s, const char *dir, char *why, size_t len)
+int held_set_load(struct held_set *s, const char *dir, const char *queue,
+		  char *why, size_t len)
 {
 	char path[4096];
-	struct dirent *de;
+	struct stat st;
 	size_t cap = 0;
-	DIR *d;
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
-	d = opendir(dir);
-	if (!d && errno == ENOENT)
+	if (!has_suffix(queue, ".bin") || strchr(queue, '/'))
+		return why_fail(why, len, "%s: not a queue's records file", queue);
+	snprintf(path, sizeof(path), "%s/%s", dir, queue);
+	if (stat(path, &st) && errno == ENOENT)
 		return 0;
-	if (!d)
-		return why_fail(why, len, "%s: %s", dir, strerror(errno));
-	while (!ret && (de = readdir(d))) {
-		if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".bin"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		ret = load_file(s, &cap, path, why, len);
-	}
-	closedir(d);
+	ret = load_file(s, &cap, path, why, len);
 	if (!ret && s->nr) {
 		qsort(s->rec, s->nr, HELD_RECORD_BYTES, cmp_record);
 		s->taken = calloc(s->nr, 1);

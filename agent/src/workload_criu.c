@@ -670,29 +670,40 @@ static unsigned long long merged_in(const char *dir)
  * the restore's parasite saved them in the move's late/) leave it, by
  * content; the rest goes behind them. Returns how many left, or -1.
  */
+/* The delta's records for one queue, less those the copy holds in it. */
+static long leave_out_held_in(const char *held_dir, const char *dir, const char *queue,
+			      struct api_error *err)
+{
+	char path[PATH_MAX], why[256];
+	struct held_set held;
+	long n;
+
+	if (held_set_load(&held, held_dir, queue, why, sizeof(why)))
+		return api_error_set(err, 500, "internal", "%s", why);
+	snprintf(path, sizeof(path), "%s/signals/%s", dir, queue);
+	n = held_set_filter(&held, path, why, sizeof(why));
+	held_set_free(&held);
+	return n < 0 ? api_error_set(err, 500, "internal", "%s", why) : n;
+}
+
 static long leave_out_held(struct workload *w, const char *dir, struct api_error *err)
 {
-	char held_dir[STATE_PATH_MAX], path[PATH_MAX], why[256];
-	struct held_set held;
+	char held_dir[STATE_PATH_MAX], path[PATH_MAX];
 	struct dirent *de;
 	long total = 0, n;
 	DIR *d;
 
 	snprintf(held_dir, sizeof(held_dir), "%s/%s.move/late", wl_config()->state_dir, w->id);
-	if (held_set_load(&held, held_dir, why, sizeof(why)))
-		return api_error_set(err, 500, "internal", "%s", why);
 	snprintf(path, sizeof(path), "%s/signals", dir);
 	d = opendir(path);
 	while (d && total >= 0 && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || !strstr(de->d_name, ".bin"))
 			continue;
-		snprintf(path, sizeof(path), "%s/signals/%s", dir, de->d_name);
-		n = held_set_filter(&held, path, why, sizeof(why));
-		total = n < 0 ? api_error_set(err, 500, "internal", "%s", why) : total + n;
+		n = leave_out_held_in(held_dir, dir, de->d_name, err);
+		total = n < 0 ? -1 : total + n;
 	}
 	if (d)
 		closedir(d);
-	held_set_free(&held);
 	return total;
 }
 

@@ -10,9 +10,11 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 WORK=$(mktemp -d /tmp/sigplain-checks.XXXXXX)
-PLAIN_PID=""
+PLAIN_PID="" TARGET_PID=""
+# sigplain first: killing unshare leaves its child, pid 1 of the namespace
 stop_plain() {
 	[ -n "$PLAIN_PID" ] || return 0
+	kill -KILL "$TARGET_PID" || true
 	kill -KILL "$PLAIN_PID" || true
 	wait "$PLAIN_PID" || true
 	PLAIN_PID=""

@@ -62,6 +62,7 @@ cat >"$WORK/workload.json" <<'EOF'
 {"id":"w3","program":"sigstorm","args":["--threads","4"],"control":true,"pid":311,"state":"running",
  "restored":true,"started_at":"2026-12-03T11:23:42Z","exit":null,"ctl_socket":"/run/sigmig/w3.sock",
  "ledger":"/run/sigmig/w3.ledger","log":"/run/sigmig/w3.log",
+ "output":{"max_bytes":1073741824,"log_bytes":0,"ledger_bytes":5120,"limit_reached":false},
  "restore":{"requeued":2,"verified":true,"restore_ns":52000000,"requeue":"write"}}
 EOF
 jq -c '{result: "committed", workload: "w1", target: "http://10.99.0.2:8080", target_workload: .,

@@ -102,14 +102,17 @@ plain_args() {
 		       + (if $gated == 1 then ["--gate"] else [] end))}'
 }
 
-# sigplain --gate's gate: one SIGRTMAX with a payload, a send like any
-# other (its log and its delivery are in the verdict).
+# sigplain --gate's gate: one SIGRTMAX, a send like any other (its log and
+# its delivery are in the verdict). By kill(): the kernel queues a signal
+# with si_code >= 0 beyond RLIMIT_SIGPENDING, and the copy's queues may be
+# full of what it holds behind the gate, where a sigqueue() would get
+# EAGAIN until the gate opened, that is never.
 GATE_SIGNAL=64
 open_gate() {	# HOST PID
 	local id=$((${#SENDERS[@]} + 1))
 	start_workload "$1" "$(jq -cn --arg pid "$2" --arg id "$id" --arg sig "$GATE_SIGNAL" \
 		'{program: "sigsend", control: false, args: ["--pid", $pid, "--log", "/proc/self/fd/1",
-		  "--count", "1", "--kinds", "sigqueue", "--rt", $sig, "--std-percent", "0",
+		  "--count", "1", "--kinds", "kill", "--rt", $sig, "--std", "", "--std-percent", "0",
 		  "--seed", $id, "--id", $id]}')" || die "cannot start the gate's sender on $1"
 	SENDERS+=("$1:$WL_ID")
 	wait_exited "$1" "$WL_ID" 60 || die "the gate's sender $WL_ID on $1 did not finish within 60s"

@@ -99,9 +99,20 @@ if [ "$(deliveries)" = 0 ] && [ "${sigq:-0}" -ge 600 ] && [ "$shd" != 0000000000
 else
 	not_ok "--gate: $(deliveries) delivered, SigQ $sigq, ShdPnd $shd, $threads threads with private signals (want 0, >= 600, non-zero, >= 2)"
 fi
-send gate --count 1 --kinds sigqueue --rt 64 --std-percent 0 --id 2
+# The gate goes through a queue over its RLIMIT_SIGPENDING as a kill()
+# (si_code >= 0: the kernel queues it beyond the limit), where a
+# sigqueue() would get EAGAIN for as long as the gate stays shut.
+prlimit --pid "$TARGET_PID" --sigpending=1:1
+limit=$(awk '$1 == "SigQ:" { print $2 }' "/proc/$TARGET_PID/status")
+if timeout 2 "$build/sigsend" --pid "$TARGET_PID" --log "$WORK/refused.log" --count 1 \
+	--kinds sigqueue --rt 64 --std-percent 0 --id 3; then
+	not_ok "a sigqueue() to it over the limit ($limit) should wait (EAGAIN)"
+else
+	ok "over its RLIMIT_SIGPENDING ($limit), a sigqueue() of the gate waits (EAGAIN) and is not sent"
+fi
+send gate --count 1 --kinds kill --rt 64 --std "" --std-percent 0 --id 2
 if wait_deliveries 601 && [ "$(first_delivered)" = 40000000 ]; then
-	ok "the gate (SIGRTMAX) opens it: $(deliveries) deliveries, the gate's first"
+	ok "the gate (SIGRTMAX by kill(), over the limit) opens it: $(deliveries) deliveries, the gate's first"
 else
 	not_ok "after the gate: $(deliveries) deliveries (want 601), first si_signo $(first_delivered), want 40000000 (64)"
 fi

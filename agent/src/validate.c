@@ -184,6 +184,7 @@ int sigsend_targets(const struct workload_args *args, long *pids, int max,
 	const char *value;
 	unsigned int i;
 	int n = 0;
+	long pid;
 
 	for (i = 0; i < args->argc; i++) {
 		/* exactly "pid": any shorter spelling is ambiguous for getopt */
@@ -191,12 +192,13 @@ int sigsend_targets(const struct workload_args *args, long *pids, int max,
 			continue;
 		if (!value && i + 1 < args->argc)
 			value = args->argv[++i];
-		if (!value || pid_value(value) < 0)
+		pid = value ? pid_value(value) : -1;
+		if (pid < 0)
 			return fail(err, "invalid_field",
 				    "args: --pid takes a pid (decimal digits)");
 		if (n == max)
 			return fail(err, "invalid_field", "args: at most %d --pid", max);
-		pids[n++] = pid_value(value);
+		pids[n++] = pid;
 	}
 	return n;
 }

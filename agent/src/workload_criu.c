@@ -665,11 +665,6 @@ static unsigned long long merged_in(const char *dir)
 	return sum;
 }
 
-/*
- * The delta's records that the copy holds already (CRIU queued them:
- * the restore's parasite saved them in the move's late/) leave it, by
- * content; the rest goes behind them. Returns how many left, or -1.
- */
 /* The delta's records for one queue, less those the copy holds in it. */
 static long leave_out_held_in(const char *held_dir, const char *dir, const char *queue,
 			      struct api_error *err)
@@ -686,6 +681,12 @@ static long leave_out_held_in(const char *held_dir, const char *dir, const char 
 	return n < 0 ? api_error_set(err, 500, "internal", "%s", why) : n;
 }
 
+/*
+ * The delta's records that the copy holds already (CRIU queued them:
+ * the restore's parasite saved them in the move's late/) leave it, by
+ * content, queue by queue; the rest goes behind them. Returns how many
+ * left, or -1.
+ */
 static long leave_out_held(struct workload *w, const char *dir, struct api_error *err)
 {
 	char held_dir[STATE_PATH_MAX], path[PATH_MAX];

@@ -37,11 +37,15 @@ sender_args() {	# PID COUNT ID [RT_ONLY]
 		       + (if $rt == "1" then ["--kinds", "sigqueue,tgsigqueue", "--std-percent", "0"] else [] end))}'
 }
 
-run_sender() {	# HOST PID COUNT [RT_ONLY]: waits for it to end
-	local id=$((${#SENDERS[@]} + 1))
-	start_workload "$1" "$(sender_args "$2" "$3" "$id" "${4:-0}")" || die "cannot start sigsend on $1"
+# send_and_wait HOST ARGS_JSON SECONDS: a sender whose log the verdict reads
+send_and_wait() {
+	start_workload "$1" "$2" || die "cannot start sigsend on $1"
 	SENDERS+=("$1:$WL_ID")
-	wait_exited "$1" "$WL_ID" 900 || die "sigsend $WL_ID on $1 did not finish within 900s"
+	wait_exited "$1" "$WL_ID" "$3" || die "sigsend $WL_ID on $1 did not finish within ${3}s"
+}
+
+run_sender() {	# HOST PID COUNT [RT_ONLY]: waits for it to end
+	send_and_wait "$1" "$(sender_args "$2" "$3" $((${#SENDERS[@]} + 1)) "${4:-0}")" 900
 }
 
 # A sender that keeps sending at (at most) --live-senders per second, every
@@ -109,13 +113,8 @@ plain_args() {
 # EAGAIN until the gate opened, that is never.
 GATE_SIGNAL=64
 open_gate() {	# HOST PID
-	local id=$((${#SENDERS[@]} + 1))
-	start_workload "$1" "$(jq -cn --arg pid "$2" --arg id "$id" --arg sig "$GATE_SIGNAL" \
-		'{program: "sigsend", control: false, args: ["--pid", $pid, "--log", "/proc/self/fd/1",
-		  "--count", "1", "--kinds", "kill", "--rt", $sig, "--std", "", "--std-percent", "0",
-		  "--seed", $id, "--id", $id]}')" || die "cannot start the gate's sender on $1"
-	SENDERS+=("$1:$WL_ID")
-	wait_exited "$1" "$WL_ID" 60 || die "the gate's sender $WL_ID on $1 did not finish within 60s"
+	send_and_wait "$1" "$(sender_args "$2" 1 $((${#SENDERS[@]} + 1)) | jq -c --arg sig "$GATE_SIGNAL" \
+		'.args += ["--kinds", "kill", "--rt", $sig, "--std", "", "--std-percent", "0"]')" 60
 	say "gate opened on $1 (SIGRTMAX to pid $2): what was held pending is delivered now"
 }
 

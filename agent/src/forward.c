@@ -75,12 +75,14 @@ static struct {
 } reg = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 struct forwarder *forwarder_new(struct workload *w, const struct migrate_request *req,
-				const char *target_id)
+				const char *target_id, struct httpc_conn *conn)
 {
 	struct forwarder *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return NULL;
+	if (conn)
+		httpc_conn_move(&f->conn, conn);
 	f->w = w;
 	snprintf(f->wid, sizeof(f->wid), "%s", workload_id(w));
 	f->target = req->target;
@@ -438,17 +440,20 @@ void forwarder_done(struct forwarder *f)
 	forwarder_free(old);
 }
 
-json_t *forward_thaw_target(const struct target_url *target, const char *target_text,
-			    const char *token, unsigned int timeout_ms, const char *id,
-			    char *problem, size_t len)
+json_t *forward_thaw_target(struct httpc_conn *conn, const struct target_url *target,
+			    const char *target_text, const char *token,
+			    unsigned int timeout_ms, const char *id, char *problem,
+			    size_t len)
 {
+	struct httpc_conn once = { 0 };
 	struct http_result res;
 	json_t *doc = NULL, *workload = NULL;
 	char path[64], why[256];
 
 	snprintf(path, sizeof(path), "/v1/workloads/%s/thaw", id);
-	if (httpc_request("POST", target, path, token, "application/json", NULL, 0,
-			  timeout_ms, MIGRATE_STALL_MS, &res)) {
+	if (httpc_conn_request(conn ? conn : &once, "POST", target, path, token,
+			       "application/json", NULL, 0, timeout_ms,
+			       MIGRATE_STALL_MS, &res)) {
 		snprintf(why, sizeof(why), "failed (%s: %s)", res.failed_phase,
 			 strerror(res.error));
 	} else {
@@ -464,7 +469,15 @@ json_t *forward_thaw_target(const struct target_url *target, const char *target_
 		snprintf(problem, len, "committed, but thawing %s on %s %s: it "
 			 "stays frozen there; POST /v1/workloads/%s/thaw on the "
 			 "target to resume it", id, target_text, why, id);
+	httpc_conn_close(&once);
 	return workload;
+}
+
+json_t *forwarder_thaw(struct forwarder *f, char *problem, size_t len)
+{
+	return forward_thaw_target(&f->conn, &f->target, f->target_text,
+				   f->token, f->timeout_ms, f->target_id,
+				   problem, len);
 }
 
 /* ---- replay ---- */
@@ -558,9 +571,7 @@ int forward_replay(struct workload *w, json_t **result, struct api_error *err)
 	while (f->nspool && !(ret = replay_one(f, err)))
 		;
 	if (!ret && f->thaw_after_replay) {
-		resumed = forward_thaw_target(&f->target, f->target_text, f->token,
-					      f->timeout_ms, f->target_id, problem,
-					      sizeof(problem));
+		resumed = forwarder_thaw(f, problem, sizeof(problem));
 		if (!resumed)
 			ret = api_error_set(err, 502, "target_thaw_failed", "%s", problem);
 		else
@@ -706,8 +717,7 @@ static void finish_cutover(struct forwarder *f)
 	}
 	if (!f->resume_target)
 		return;
-	running = forward_thaw_target(&f->target, f->target_text, f->token,
-				      f->timeout_ms, f->target_id, problem, sizeof(problem));
+	running = forwarder_thaw(f, problem, sizeof(problem));
 	if (running)
 		log_info("forward %s: the copy %s on %s thawed", f->wid, f->target_id,
 			 f->target_text);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "ctl.h"
+#include "httpc.h"
 #include "problem.h"
 #include "validate.h"
 #include "workload.h"
@@ -26,16 +27,23 @@
 struct forwarder;
 
 /*
- * POST /v1/workloads/@id/thaw on the target: its workload document, or
- * NULL with @problem set.
+ * POST /v1/workloads/@id/thaw on the target, on @conn (NULL: a connection
+ * of its own): its workload document, or NULL with @problem set.
  */
-json_t *forward_thaw_target(const struct target_url *target, const char *target_text,
-			    const char *token, unsigned int timeout_ms, const char *id,
-			    char *problem, size_t len);
+json_t *forward_thaw_target(struct httpc_conn *conn, const struct target_url *target,
+			    const char *target_text, const char *token,
+			    unsigned int timeout_ms, const char *id, char *problem,
+			    size_t len);
 
-/* For @w's copy @target_id on @req's target; NULL when out of memory. */
+/*
+ * For @w's copy @target_id on @req's target; NULL when out of memory.
+ * @conn, an open connection to the target or NULL, is taken over: every
+ * request of the forwarder goes on it.
+ */
 struct forwarder *forwarder_new(struct workload *w, const struct migrate_request *req,
-				const char *target_id);
+				const char *target_id, struct httpc_conn *conn);
+/* forward_thaw_target() of the forwarder's copy, on its connection. */
+json_t *forwarder_thaw(struct forwarder *f, char *problem, size_t len);
 /*
  * Batch @image (@signals signals; taken over) goes behind the earlier
  * ones; then every batch not yet acknowledged is posted, in order, until

@@ -285,9 +285,13 @@ static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
 	SET(CURLOPT_USERAGENT, "sigmig-agent");
 	SET(CURLOPT_HTTPHEADER, headers);
-	SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	SET(CURLOPT_POSTFIELDS, body ? (const char *)body : "");
-	if (strcmp(method, "POST"))
+	if (!strcmp(method, "GET")) {
+		SET(CURLOPT_HTTPGET, 1L);
+	} else {
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		SET(CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+	}
+	if (strcmp(method, "POST") && strcmp(method, "GET"))
 		SET(CURLOPT_CUSTOMREQUEST, method);
 	SET(CURLOPT_HEADERFUNCTION, on_header);
 	SET(CURLOPT_HEADERDATA, x);
@@ -390,8 +394,29 @@ int httpc_conn_post(struct httpc_conn *c, const struct target_url *target,
 		    unsigned int timeout_ms, unsigned int stall_ms,
 		    struct http_result *res)
 {
-	return request_on(c, true, "POST", target, path_query, token,
+	return httpc_conn_request(c, "POST", target, path_query, token,
+				  content_type, body, len, timeout_ms, stall_ms,
+				  res);
+}
+
+int httpc_conn_request(struct httpc_conn *c, const char *method,
+		       const struct target_url *target, const char *path_query,
+		       const char *token, const char *content_type,
+		       const uint8_t *body, size_t len, unsigned int timeout_ms,
+		       unsigned int stall_ms, struct http_result *res)
+{
+	return request_on(c, true, method, target, path_query, token,
 			  content_type, body, len, timeout_ms, stall_ms, res);
+}
+
+void httpc_conn_move(struct httpc_conn *to, struct httpc_conn *from)
+{
+	httpc_conn_close(to);
+	*to = *from;
+	memset(from, 0, sizeof(*from));
+	/* on_close finds the connection by its address, which changed */
+	if (to->curl)
+		curl_easy_setopt(to->curl, CURLOPT_CLOSESOCKETDATA, to);
 }
 
 void httpc_conn_close(struct httpc_conn *c)

@@ -50,6 +50,14 @@ int httpc_conn_post(struct httpc_conn *c, const struct target_url *target,
 		    const char *content_type, const uint8_t *body, size_t len,
 		    unsigned int timeout_ms, unsigned int stall_ms,
 		    struct http_result *res);
+/* The same with another method: GET (no body), POST .../thaw, DELETE. */
+int httpc_conn_request(struct httpc_conn *c, const char *method,
+		       const struct target_url *target, const char *path_query,
+		       const char *token, const char *content_type,
+		       const uint8_t *body, size_t len, unsigned int timeout_ms,
+		       unsigned int stall_ms, struct http_result *res);
+/* @from's open connection becomes @to's (whose own is closed); @from is empty. */
+void httpc_conn_move(struct httpc_conn *to, struct httpc_conn *from);
 void httpc_conn_close(struct httpc_conn *c);
 
 #endif

@@ -88,13 +88,6 @@ const char *migrate_target_id(json_t *remote)
 	return id && workload_id_valid(id) ? id : NULL;
 }
 
-static json_t *thaw_target(const struct migrate_request *req, const char *id,
-			   char *problem, size_t len)
-{
-	return forward_thaw_target(&req->target, req->target_text, req->token,
-				   req->timeout_ms, id, problem, len);
-}
-
 /*
  * What the original's queues gained after the DUMP goes into the held copy
  * before it resumes, behind the moved signals: batch 1 of the forwarder,
@@ -193,12 +186,37 @@ static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
 	return 0;
 }
 
-int migrate_post(const struct migrate_request *req, const char *path,
-		 const uint8_t *body, size_t len, struct http_result *res,
-		 struct timings *t, struct api_error *err)
+/*
+ * The TCP connect and the TLS handshake are made before the freeze, so
+ * that the downtime does not pay them: a cheap GET on the connection the
+ * image then goes on. Best effort, for PRECONNECT_MS at most: a target
+ * that does not answer now is tried again by the POST, whose failure
+ * says why and is handled as before (the original thawed).
+ */
+#define PRECONNECT_MS	2000u
+
+void migrate_connect(const struct migrate_request *req, struct httpc_conn *conn)
 {
-	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
-		       body, len, req->timeout_ms, MIGRATE_STALL_MS, res)) {
+	unsigned int bound = req->timeout_ms < PRECONNECT_MS ? req->timeout_ms :
+			     PRECONNECT_MS;
+	struct http_result res;
+
+	if (httpc_conn_request(conn, "GET", &req->target, "/v1/health", NULL,
+			       "application/json", NULL, 0, bound, bound, &res)) {
+		log_warn("migrate: %s did not answer before the freeze (%s: %s)",
+			 req->target_text, res.failed_phase, strerror(res.error));
+		return;
+	}
+	http_result_free(&res);
+}
+
+int migrate_post(const struct migrate_request *req, struct httpc_conn *conn,
+		 const char *path, const uint8_t *body, size_t len,
+		 struct http_result *res, struct timings *t, struct api_error *err)
+{
+	if (httpc_conn_post(conn, &req->target, path, req->token,
+			    "application/octet-stream", body, len,
+			    req->timeout_ms, MIGRATE_STALL_MS, res)) {
 		transfer_failure(req, res, err);
 		return -1;
 	}
@@ -216,8 +234,9 @@ int migrate_post(const struct migrate_request *req, const char *path,
 }
 
 static int send_image(struct workload *w, const struct migrate_request *req,
-		      const struct ctl_reply *dump, struct http_result *res,
-		      struct timings *t, struct api_error *err)
+		      struct httpc_conn *conn, const struct ctl_reply *dump,
+		      struct http_result *res, struct timings *t,
+		      struct api_error *err)
 {
 	char path[8192];
 
@@ -225,7 +244,8 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 		api_error_set(err, 500, "internal", "workload arguments too long");
 		return abort_migration(w, err);
 	}
-	if (migrate_post(req, path, dump->payload, dump->payload_len, res, t, err))
+	if (migrate_post(req, conn, path, dump->payload, dump->payload_len, res,
+			 t, err))
 		return abort_migration(w, err);
 	return 0;
 }
@@ -292,6 +312,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 {
 	struct timings t = { .start = clock_mono_s() };
 	struct forwarder *fwd = NULL;
+	struct httpc_conn conn = { 0 };
 	struct ctl_reply dump;
 	struct http_result res;
 	json_t *commit = NULL, *remote, *running = NULL;
@@ -304,23 +325,29 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 
 	if (workload_is_criu(w))
 		return migrate_criu(w, req, result, err);
+	migrate_connect(req, &conn);
+	t.start = clock_mono_s();
 	t.mark = t.start;
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
-	if (freeze_and_dump(w, &dump, &t, err))
+	if (freeze_and_dump(w, &dump, &t, err)) {
+		httpc_conn_close(&conn);
 		return -1;
+	}
 	metrics_signals_dumped((uint64_t)json_integer_value(
 		json_object_get(dump.json, "signals")));
 	log_info("migrate %s: %zu-byte image, streaming", workload_id(w),
 		 dump.payload_len);
-	if (send_image(w, req, &dump, &res, &t, err)) {
+	if (send_image(w, req, &conn, &dump, &res, &t, err)) {
+		httpc_conn_close(&conn);
 		http_result_free(&res);
 		ctl_reply_free(&dump);
 		return -1;
 	}
 	remote = json_loads(res.body ? res.body : "", 0, NULL);
 	id = migrate_target_id(remote);
-	fwd = id ? forwarder_new(w, req, id) : NULL;
+	fwd = id ? forwarder_new(w, req, id, &conn) : NULL;
 	if (!fwd) {
+		httpc_conn_close(&conn);
 		/* Cannot thaw what we cannot name: keep the original. */
 		api_error_set(err, 502, "target_rejected", id ?
 			      "out of memory for the commit" :
@@ -348,7 +375,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	 * the image before anything is delivered; it resumes on its thaw.
 	 */
 	if (req->resume_target && !problem[0])
-		running = thaw_target(req, id, problem, sizeof(problem));
+		running = forwarder_thaw(fwd, problem, sizeof(problem));
 	t.resume = migrate_phase_end(&t);
 	t.downtime = t.mark - t.start;
 	/* the copy runs: what reaches the original now goes after it */

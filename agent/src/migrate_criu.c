@@ -45,8 +45,9 @@ static int abort_move(struct workload *w, struct criu_move *m, struct api_error 
 }
 
 static int send_dump(struct workload *w, const struct migrate_request *req,
-		     struct criu_move *m, struct http_result *res,
-		     struct timings *t, struct api_error *err)
+		     struct httpc_conn *conn, struct criu_move *m,
+		     struct http_result *res, struct timings *t,
+		     struct api_error *err)
 {
 	char path[8192];
 
@@ -54,7 +55,7 @@ static int send_dump(struct workload *w, const struct migrate_request *req,
 		api_error_set(err, 500, "internal", "workload arguments too long");
 		return abort_move(w, m, err);
 	}
-	if (migrate_post(req, path, m->bundle, m->bundle_len, res, t, err))
+	if (migrate_post(req, conn, path, m->bundle, m->bundle_len, res, t, err))
 		return abort_move(w, m, err);
 	return 0;
 }
@@ -77,16 +78,18 @@ static void held_by_copy(struct criu_move *m, const char *body)
 }
 
 /* The delta into the held copy; a problem's detail on failure. */
-static int carry_delta(const struct migrate_request *req, struct criu_move *m,
-		       const char *id, char *problem, size_t len)
+static int carry_delta(const struct migrate_request *req, struct httpc_conn *conn,
+		       struct criu_move *m, const char *id, char *problem,
+		       size_t len)
 {
 	struct http_result res = { 0 };
 	char path[128];
 	int ret = 0;
 
 	snprintf(path, sizeof(path), "/v1/workloads/%s/requeue", id);
-	if (httpc_post(&req->target, path, req->token, "application/octet-stream",
-		       m->delta, m->delta_len, req->timeout_ms, MIGRATE_STALL_MS, &res) ||
+	if (httpc_conn_post(conn, &req->target, path, req->token,
+			    "application/octet-stream", m->delta, m->delta_len,
+			    req->timeout_ms, MIGRATE_STALL_MS, &res) ||
 	    res.status < 200 || res.status > 299) {
 		snprintf(problem, len, "committed, but the %lu signals that reached the "
 			 "original after its dump could not be requeued into %s on %s "
@@ -124,7 +127,8 @@ static json_t *result_json(struct workload *w, const struct migrate_request *req
  * Returns the commit's account (method, counts, exit window).
  */
 static json_t *commit_original(struct workload *w, const struct migrate_request *req,
-			       struct criu_move *m, const char *id, char *problem, size_t len)
+			       struct httpc_conn *conn, struct criu_move *m,
+			       const char *id, char *problem, size_t len)
 {
 	struct api_error err;
 	json_t *settled;
@@ -133,7 +137,7 @@ static json_t *commit_original(struct workload *w, const struct migrate_request 
 		snprintf(problem, len, "committed, but the original's last signals "
 			 "could not be read: %s; %s stays held", err.detail, id);
 	else if (m->delta)
-		carry_delta(req, m, id, problem, len);
+		carry_delta(req, conn, m, id, problem, len);
 	settled = json_pack("{s:s, s:I, s:i, s:I, s:I}", "method", "killed",
 			    "carried", (json_int_t)m->carried, "removed", 0,
 			    "timers", (json_int_t)m->timers,
@@ -145,20 +149,25 @@ static json_t *commit_original(struct workload *w, const struct migrate_request 
 int migrate_criu(struct workload *w, const struct migrate_request *req,
 		 json_t **result, struct api_error *err)
 {
-	struct timings t = { .start = clock_mono_s() };
+	struct timings t = { 0 };
+	struct httpc_conn conn = { 0 };
 	struct http_result res = { 0 };
 	json_t *remote = NULL, *running = NULL, *commit;
 	char problem[1024] = "";
 	struct criu_move m;
 	const char *id;
 
+	migrate_connect(req, &conn);
+	t.start = clock_mono_s();
 	t.mark = t.start;
 	log_info("migrate %s to %s: engine criu, dumping", workload_id(w), req->target_text);
-	if (criu_dump(w, &m, err))
+	if (criu_dump(w, &m, err)) {
+		httpc_conn_close(&conn);
 		return -1;
+	}
 	t.dump = migrate_phase_end(&t);
 	metrics_signals_dumped(m.records);
-	if (send_dump(w, req, &m, &res, &t, err))
+	if (send_dump(w, req, &conn, &m, &res, &t, err))
 		goto out;
 	remote = json_loads(res.body ? res.body : "", 0, NULL);
 	id = migrate_target_id(remote);
@@ -168,11 +177,12 @@ int migrate_criu(struct workload *w, const struct migrate_request *req,
 		abort_move(w, &m, err);
 		goto out;
 	}
-	commit = commit_original(w, req, &m, id, problem, sizeof(problem));
+	commit = commit_original(w, req, &conn, &m, id, problem, sizeof(problem));
 	t.commit = migrate_phase_end(&t);
 	if (req->resume_target && !problem[0])
-		running = forward_thaw_target(&req->target, req->target_text, req->token,
-					      req->timeout_ms, id, problem, sizeof(problem));
+		running = forward_thaw_target(&conn, &req->target, req->target_text,
+					      req->token, req->timeout_ms, id,
+					      problem, sizeof(problem));
 	t.resume = migrate_phase_end(&t);
 	t.downtime = t.mark - t.start;
 	*result = result_json(w, req, &m, running ? running : remote, commit, &t);
@@ -190,11 +200,13 @@ int migrate_criu(struct workload *w, const struct migrate_request *req,
 	json_decref(running);
 	json_decref(remote);
 	http_result_free(&res);
+	httpc_conn_close(&conn);
 	criu_move_free(&m);
 	return 0;
 out:
 	json_decref(remote);
 	http_result_free(&res);
+	httpc_conn_close(&conn);
 	criu_move_free(&m);
 	return -1;
 }

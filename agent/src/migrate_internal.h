@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "http_reply.h"
+#include "httpc.h"
 #include "problem.h"
 #include "validate.h"
 
@@ -28,13 +29,15 @@ struct timings {
 double migrate_phase_end(struct timings *t);
 json_t *migrate_timings_json(const struct timings *t);
 /*
- * POSTs @len bytes of @body to @path on the target and sets t->transfer
+ * POSTs @len bytes of @body to @path on the target, on @conn, and sets t->transfer
  * and t->restore: 0 on a 2xx, else -1 with @err saying why (the caller
  * undoes its side).
  */
-int migrate_post(const struct migrate_request *req, const char *path,
-		 const uint8_t *body, size_t len, struct http_result *res,
-		 struct timings *t, struct api_error *err);
+int migrate_post(const struct migrate_request *req, struct httpc_conn *conn,
+		 const char *path, const uint8_t *body, size_t len,
+		 struct http_result *res, struct timings *t, struct api_error *err);
+/* Opens @conn to the target before the freeze (best effort). */
+void migrate_connect(const struct migrate_request *req, struct httpc_conn *conn);
 /* The id the peer gave its held copy, or NULL. */
 const char *migrate_target_id(json_t *remote);
 

@@ -232,9 +232,18 @@ if [ "$IFACE" = true ]; then
 	areq DELETE "/v1/workloads/$R"
 	expect "DELETE a held copy" 200
 	check "DELETE a held copy ends it with COMMIT (exit 0, never resumed)" jq -e '.exit.code == 0' "$BODY"
+	# The image reaches the program through a FIFO: a program that opens
+	# it after the agent has the whole image must still get every byte.
+	for i in 1 2 3 4 5 6 7 8; do
+		restore_image "hold=1&" "held restore $i of 8 in a row"
+		areq DELETE "/v1/workloads/$R"
+		expect "held restore $i of 8: DELETE" 200
+	done
 	areq POST "/v1/restore?hold=2" --data-binary "@$WORK/image"
 	expect "restore with hold=2 is 400" 400 invalid_parameter
 
+	areq GET /v1/workloads
+	before_refused=$(jq -c '[.workloads[].id]' "$BODY")
 	size=$(wc -c <"$WORK/image")
 	head -c $((size / 2)) "$WORK/image" >"$WORK/truncated"
 	areq POST /v1/restore --data-binary "@$WORK/truncated"
@@ -245,6 +254,10 @@ if [ "$IFACE" = true ]; then
 	{ head -c $((size / 2)) "$WORK/image"; printf '%s' "$flip"; tail -c $((size - size / 2 - 1)) "$WORK/image"; } >"$WORK/corrupt"
 	areq POST /v1/restore --data-binary "@$WORK/corrupt"
 	expect "restore a corrupt image is 400 bad_image" 400 bad_image
+	# Its head passed: the program was started before the rest arrived.
+	areq GET /v1/workloads
+	check "the program a refused image started is gone ($before_refused before, $(jq -c '[.workloads[].id]' "$BODY") after)" \
+		jq -e --argjson b "$before_refused" '[.workloads[].id] == $b' "$BODY"
 	areq POST /v1/restore
 	expect "restore without a body is 400" 400 empty_body
 	areq POST "/v1/restore?program=withrlimit" --data-binary "@$WORK/image"

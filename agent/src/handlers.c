@@ -18,6 +18,7 @@
 #include <sigmig/image.h>
 
 #include "caps.h"
+#include "clock.h"
 #include "fault.h"
 #include "handlers.h"
 #include "image_json.h"
@@ -406,13 +407,14 @@ static int collect_restore_query(void *cls, const char *key, const char *value)
 }
 
 /* The image names the program it came from; the query may override it. */
-static int restore_program(struct restore_query *q, const struct sigmig_image *img)
+static int restore_program(struct restore_query *q, const char *image_program,
+			   size_t len)
 {
-	char name[sizeof(img->program) + 1];
+	char name[PROGRAM_NAME_MAX + 2];
 
 	if (q->program[0])
 		return 0;
-	snprintf(name, sizeof(name), "%.*s", (int)sizeof(img->program), img->program);
+	snprintf(name, sizeof(name), "%.*s", (int)len, image_program);
 	if (!program_name_valid(name))
 		return -1;
 	strcpy(q->program, name);
@@ -447,9 +449,89 @@ void handle_debug_fault(struct request *req, struct reply *out)
 	json_decref(doc);
 }
 
+/*
+ * A runtime image is restored while it arrives: once its header is in
+ * and passes, the program starts and reads the rest through a FIFO, so
+ * that its start and its read overlap the transfer. The handler still
+ * decodes the whole image (CRC-32C and every record) before it answers,
+ * and ends the program if the image does not pass; the program itself
+ * decodes it whole before it requeues anything.
+ */
+struct restore_upload {
+	struct restore_stream *stream;	/* NULL: restored when complete */
+	double started;			/* clock_mono_s() */
+};
+
+static void restore_upload_end(void *p)
+{
+	struct restore_upload *u = p;
+
+	workload_restore_cancel(u->stream);
+	free(u);
+}
+
+/* The restore as soon as the head passes; else the handler does it all. */
+static struct restore_stream *start_early(struct request *req)
+{
+	struct restore_query q = { .failed = false };
+	struct restore_stream *stream = NULL;
+	const uint8_t *head = (const uint8_t *)req->body;
+	struct api_error err;
+	char why[256];
+	uint64_t total;
+
+	if (!request_declared_length(req, &total))
+		return NULL;	/* chunked: the length is known at the end */
+	request_query_each(req, collect_restore_query, &q);
+	if (!q.failed && !q.criu &&
+	    !sigmig_image_check_head(head, req->body_len, total, why, sizeof(why)) &&
+	    !restore_program(&q, (const char *)head + 88, 64)) {
+		stream = workload_restore_begin(q.program, &q.args, q.hold, &err);
+		if (!stream)
+			log_warn("restore: not started early: %s", err.detail);
+	}
+	restore_query_free(&q);
+	return stream;
+}
+
+void restore_upload_part(struct request *req)
+{
+	struct restore_upload *u = req->upload;
+
+	if (!u) {
+		if (req->body_len < SIGMIG_IMAGE_HEAD_SIZE)
+			return;
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return;
+		u->stream = start_early(req);
+		u->started = clock_mono_s();
+		req->upload = u;
+		req->upload_end = restore_upload_end;
+	}
+	if (u->stream)	/* a failure shows in the handler's finish */
+		workload_restore_feed(u->stream, (const uint8_t *)req->body,
+				      req->body_len);
+}
+
+/* The restore started early, taken over by the handler; or NULL. */
+static struct restore_stream *take_stream(struct request *req, double *started)
+{
+	struct restore_upload *u = req->upload;
+	struct restore_stream *stream = u ? u->stream : NULL;
+
+	*started = stream ? u->started : 0;
+	free(u);
+	req->upload = NULL;
+	req->upload_end = NULL;
+	return stream;
+}
+
 static void do_restore(struct request *req, struct reply *out,
 		       struct restore_query *q)
 {
+	double started, complete = clock_mono_s();
+	struct restore_stream *stream = take_stream(req, &started);
 	struct api_error err;
 	struct workload *w;
 	int ret;
@@ -457,6 +539,9 @@ static void do_restore(struct request *req, struct reply *out,
 	if (q->criu)	/* the bundle is checked there, before a byte is written */
 		ret = workload_restore_criu((uint8_t *)req->body, req->body_len,
 					    q->program, &q->args, q->hold, &w, &err);
+	else if (stream)
+		ret = workload_restore_finish(stream, (uint8_t *)req->body,
+					      req->body_len, &w, &err);
 	else
 		ret = workload_restore((uint8_t *)req->body, req->body_len, q->program,
 				       &q->args, q->hold, &w, &err);
@@ -465,11 +550,28 @@ static void do_restore(struct request *req, struct reply *out,
 		reply_problem(out, &err, req);
 		return;
 	}
+	/* where a migration's restore phase goes, on this side */
+	log_info("restore %s: %s %.1f ms, image complete %.1f ms, restored %.1f ms "
+		 "after the request began", workload_id(w), stream ?
+		 "started while the image arrived," : "started once it was whole,",
+		 ((stream ? started : complete) - req->start) * 1e3,
+		 (complete - req->start) * 1e3, (clock_mono_s() - req->start) * 1e3);
 	fault_hit(FAULT_RESTORE_BEFORE_REPLY, "a restore succeeded, not answered");
 	metrics_restore("restored");
 	count_requeued(w);
 	reply_created(out, w);
 	workload_put(w);
+}
+
+/* A refusal: a restore started early ends with it. */
+static void refuse_restore(struct request *req)
+{
+	struct restore_upload *u = req->upload;
+
+	req->upload = NULL;
+	req->upload_end = NULL;
+	if (u)
+		restore_upload_end(u);
 }
 
 void handle_restore(struct request *req, struct reply *out)
@@ -479,16 +581,16 @@ void handle_restore(struct request *req, struct reply *out)
 	char why[256];
 
 	if (!require_interface(req, out))
-		return;
+		goto refuse;
 	request_query_each(req, collect_restore_query, &q);
 	if (q.failed) {
 		reply_error(out, req, 400, q.err.code, "%s", q.err.detail);
-		goto out;
+		goto refuse;
 	}
 	if (!req->body_len) {
 		reply_error(out, req, 400, "empty_body",
 			    "send the checkpoint image as the request body");
-		goto out;
+		goto refuse;
 	}
 	if (q.criu) {
 		do_restore(req, out, &q);
@@ -498,15 +600,19 @@ void handle_restore(struct request *req, struct reply *out)
 				sizeof(why))) {
 		metrics_restore("rejected");
 		reply_error(out, req, 400, "bad_image", "%s", why);
-		goto out;
+		goto refuse;
 	}
-	if (restore_program(&q, &img)) {
+	if (restore_program(&q, img.program, sizeof(img.program))) {
 		reply_error(out, req, 400, "invalid_parameter",
 			    "the image names no valid program: pass ?program=");
-	} else {
-		do_restore(req, out, &q);
+		sigmig_image_free(&img);
+		goto refuse;
 	}
 	sigmig_image_free(&img);
+	do_restore(req, out, &q);
+	goto out;
+refuse:
+	refuse_restore(req);
 out:
 	restore_query_free(&q);
 }

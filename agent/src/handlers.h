@@ -19,6 +19,8 @@ void handle_migrate(struct request *req, struct reply *out);
 void handle_ledger(struct request *req, struct reply *out);
 void handle_log(struct request *req, struct reply *out);
 void handle_restore(struct request *req, struct reply *out);
+/* /v1/restore's on_body: a runtime image starts to restore as it arrives. */
+void restore_upload_part(struct request *req);
 void handle_requeue(struct request *req, struct reply *out);
 void handle_replay(struct request *req, struct reply *out);
 void handle_metrics(struct request *req, struct reply *out);

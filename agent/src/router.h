@@ -39,11 +39,15 @@ enum route_auth {
 	AUTH_ALWAYS,
 };
 
+/* A part of the body arrived (req->body holds all of it so far). */
+typedef void (*route_body_hook)(struct request *req);
+
 struct route_method {
 	enum http_method method;
 	route_handler handler;
 	enum body_kind body;
 	enum route_auth auth;
+	route_body_hook on_body;	/* NULL: the handler sees it whole */
 };
 
 struct route {

@@ -228,13 +228,19 @@ static bool authorized(struct request *req)
 	return bearer_token_matches(auth, agent.cfg->token);
 }
 
-static bool declared_too_large(struct request *req)
+bool request_declared_length(const struct request *req, uint64_t *n)
 {
 	const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return cl && parse_size(cl, n) == 0;
+}
+
+static bool declared_too_large(struct request *req)
+{
 	uint64_t n;
 
-	return cl && parse_size(cl, &n) == 0 && n > req->body_limit;
+	return request_declared_length(req, &n) && n > req->body_limit;
 }
 
 static bool json_body_type_ok(struct request *req, bool have_body)
@@ -349,6 +355,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		if (append_body(req, upload_data, *upload_data_size))
 			return MHD_NO;
 		*upload_data_size = 0;
+		if (req->rm->on_body && !req->too_large)
+			req->rm->on_body(req);
 		return MHD_YES;
 	}
 	return dispatch(req);
@@ -374,6 +382,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		log_msg(req->method == M_GET || req->method == M_HEAD ?
 			LOG_LVL_DEBUG : LOG_LVL_INFO, "%s %s -> %u %.3fs",
 			req->method_name, req->path, req->status, secs);
+	if (req->upload_end)	/* the request ended before its handler ran */
+		req->upload_end(req->upload);
 	free(req->body);
 	free(req);
 	*con_cls = NULL;

@@ -35,6 +35,8 @@ struct request {
 	bool answered;		/* a response was queued before the body */
 	unsigned int status;
 	double start;		/* clock_mono_s() when it arrived */
+	void *upload;		/* the route's work on the body as it arrives */
+	void (*upload_end)(void *upload);	/* if the handler did not take it */
 };
 
 struct reply_header {
@@ -84,5 +86,7 @@ void reply_header(struct reply *out, const char *name, const char *fmt, ...)
 const char *request_query(const struct request *req, const char *key);
 typedef int (*query_visitor)(void *cls, const char *key, const char *value);
 void request_query_each(const struct request *req, query_visitor fn, void *cls);
+/* The Content-Length the client announced: false when none (or not a size). */
+bool request_declared_length(const struct request *req, uint64_t *n);
 
 #endif

@@ -32,15 +32,36 @@ int workload_start(const struct start_request *req, struct workload **out,
 		   struct api_error *err);
 
 /*
- * Writes @image to the state directory and starts @program --restore;
- * returns once the runtime reports "running" (0) or failed (-1, @err has
- * the runtime's reason). With @hold (--restore-hold) it returns once the
+ * Starts @program --restore and passes it @image through a FIFO in the
+ * state directory; returns once the runtime reports "running" (0) or
+ * failed (-1, @err has the runtime's reason). With @hold (--restore-hold) it returns once the
  * restore is verified and held "frozen": THAW resumes it, DELETE ends it
  * with COMMIT (never resumed, nothing delivered).
  */
 int workload_restore(const uint8_t *image, size_t len, const char *program,
 		     const struct workload_args *args, bool hold,
 		     struct workload **out, struct api_error *err);
+
+/*
+ * The same in steps, for an image that is still arriving: begin starts
+ * @program reading its image from a FIFO (NULL with @err set when it
+ * cannot); feed is given the image so far (@len bytes, growing from call
+ * to call) and passes on what it has not yet, once the program reads
+ * (-1 once the program takes no more: it exited, or read nothing for
+ * 10 s; finish says which); finish is given the whole image, passes on
+ * the rest and waits as workload_restore() does. cancel instead ends the
+ * program and forgets it. finish and cancel free the stream.
+ */
+struct restore_stream;
+struct restore_stream *workload_restore_begin(const char *program,
+					      const struct workload_args *args,
+					      bool hold, struct api_error *err);
+int workload_restore_feed(struct restore_stream *s, const uint8_t *image,
+			  size_t len);
+int workload_restore_finish(struct restore_stream *s, const uint8_t *image,
+			    size_t len, struct workload **out,
+			    struct api_error *err);
+void workload_restore_cancel(struct restore_stream *s);
 
 /* Referenced lookup; NULL when unknown. */
 struct workload *workload_find(const char *id);

@@ -127,8 +127,14 @@ static int spawn_child(struct workload *w, char **argv, pid_t *pid)
 	posix_spawn_file_actions_destroy(&fa);
 	if (err)
 		return err;
-	/* posix_spawn() sets no rlimit: as it starts, fail closed */
+	/*
+	 * posix_spawn() sets no rlimit: as it starts, fail closed. ESRCH: it
+	 * has ended and the reaper thread has reaped it already (its exit is
+	 * recorded once we drop the table lock): there is nothing to bound.
+	 */
 	err = wl_limit_output(*pid);
+	if (err == ESRCH)
+		return 0;
 	if (err)
 		kill(*pid, SIGKILL);	/* the reaper thread reaps it */
 	return err;

@@ -14,7 +14,7 @@
 #include <sigmig/image.h>
 #include "image_priv.h"
 
-#define HDR_SIZE	160
+#define HDR_SIZE	SIGMIG_IMAGE_HEAD_SIZE
 #define DISP_REC	48
 #define THREAD_REC	24
 #define TIMER_REC	48
@@ -565,6 +565,29 @@ static int fill(const uint8_t *b, const struct layout *l, struct sigmig_image *i
 	for (i = 0; i < l->ntimers; i++)
 		fill_timer(&img->timers[i], b + l->timers_off + (size_t)i * TIMER_REC);
 	return copy_queue(&img->shared, b + l->shared_off, l->nshared);
+}
+
+int sigmig_image_check_head(const uint8_t *head, size_t len, uint64_t total,
+			    char *err, size_t errlen)
+{
+	struct layout l = { 0 };
+	int ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (len < HDR_SIZE)
+		return FAIL(-EBADMSG, "image head truncated: %zu bytes of %d",
+			    len, HDR_SIZE);
+	if (total > SIZE_MAX)
+		return FAIL(-E2BIG, "image of %llu bytes", (unsigned long long)total);
+	ret = check_ident(head, (size_t)total, err, errlen);
+	if (!ret)
+		ret = check_counts(head, &l, err, errlen);
+	if (!ret)
+		ret = check_lengths(head, (size_t)total, &l, err, errlen);
+	if (!ret)
+		ret = check_header_fields(head, err, errlen);
+	return ret;
 }
 
 int sigmig_image_decode(const uint8_t *buf, size_t len,

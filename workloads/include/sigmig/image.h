@@ -88,6 +88,20 @@ uint64_t sigmig_image_pending_total(const struct sigmig_image *img);
 int sigmig_image_encode(const struct sigmig_image *img, uint8_t **out,
 			size_t *out_len);
 
+/* Bytes of the header: what sigmig_image_check_head() needs. */
+#define SIGMIG_IMAGE_HEAD_SIZE	160
+
+/*
+ * The checks that need only the header of an image of @total bytes (the
+ * length a transfer announces), for a receiver that starts to restore
+ * before the rest has arrived: 0, or a negative errno with the reason in
+ * @err, as sigmig_image_decode() gives it for the whole image. The CRC
+ * and every record are left to sigmig_image_decode(), which must still
+ * pass before anything is requeued.
+ */
+int sigmig_image_check_head(const uint8_t *head, size_t len, uint64_t total,
+			    char *err, size_t errlen);
+
 /*
  * Parse and fully validate @len bytes. On success fills @img (free with
  * sigmig_image_free()) and returns 0; on failure returns a negative errno

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* libFuzzer target: the decoder must reject or accept, never crash or leak,
- * and an accepted image must re-encode to the same bytes.
+ * an accepted image must re-encode to the same bytes, and its head must
+ * pass sigmig_image_check_head().
  *
  * Built with -DFUZZ_FIX_CRC (build/fuzz/fuzz_image_fixcrc), the harness
  * first rewrites the CRC-32C trailer (the last four bytes) to match the
@@ -18,8 +19,12 @@ static void decode_and_check(const uint8_t *data, size_t size)
 	size_t len;
 	char err[256];
 
+	int head = sigmig_image_check_head(data, size, size, err, sizeof(err));
+
 	if (sigmig_image_decode(data, size, &img, err, sizeof(err)))
 		return;
+	if (head)	/* the head's checks are a part of the whole decode's */
+		abort();
 	if (sigmig_image_encode(&img, &out, &len) || len != size ||
 	    memcmp(out, data, size))
 		abort();

@@ -256,6 +256,58 @@ static void test_bad_fields(void)
 	sigmig_image_free(&in);
 }
 
+static int head_fails(const uint8_t *buf, size_t len, uint64_t total,
+		      const char *expect)
+{
+	char err[256];
+
+	if (!sigmig_image_check_head(buf, len, total, err, sizeof(err)))
+		return 0;
+	if (!strstr(err, expect)) {
+		printf("# unexpected error: %s (wanted \"%s\")\n", err, expect);
+		return 0;
+	}
+	return 1;
+}
+
+/* What a receiver checks before the rest of the image has arrived. */
+static void test_head(void)
+{
+	struct sigmig_image in;
+	uint8_t *buf, *copy;
+	size_t len, i;
+	int missed = 0;
+
+	make_image(&in, 2, 3, 5);
+	sigmig_image_encode(&in, &buf, &len);
+	copy = malloc(len);
+	ok(sigmig_image_check_head(buf, HDR, len, NULL, 0) == 0,
+	   "the head of a valid image passes");
+	ok(head_fails(buf, HDR - 1, len, "head truncated"), "159 bytes are not a head");
+	ok(head_fails(buf, HDR, len - 1, "truncated"),
+	   "an announced length shorter than the image's is truncated");
+	ok(head_fails(buf, HDR, len + 1, "trailing garbage"),
+	   "an announced length longer than the image's is trailing garbage");
+	for (i = 0; i < sizeof(field_cases) / sizeof(field_cases[0]); i++) {
+		const struct field_case *c = &field_cases[i];
+
+		memcpy(copy, buf, len);
+		set_field(copy + c->off, c->width, c->value);
+		if (!head_fails(copy, HDR, len, c->expect))
+			missed++;
+	}
+	ok(missed == 0, "every bad header field is refused from the head, with the "
+	   "decoder's reason (%d missed)", missed);
+	memcpy(copy, buf, len);
+	copy[len - 100] ^= 0x10;
+	ok(sigmig_image_check_head(copy, HDR, len, NULL, 0) == 0 &&
+	   decode_fails(copy, len, "checksum mismatch"),
+	   "a corrupt payload passes the head and fails the whole decode");
+	free(copy);
+	free(buf);
+	sigmig_image_free(&in);
+}
+
 /* Corruptions behind a valid checksum, in the sections. */
 static void test_bad_records(void)
 {
@@ -363,6 +415,7 @@ int main(int argc, char **argv)
 	test_round_trip(4, 250, 1000);
 	test_truncation_and_corruption();
 	test_bad_fields();
+	test_head();
 	test_bad_records();
 	test_encode_limits();
 	return tap_done();

@@ -23,3 +23,8 @@ STUB(handle_requeue)
 STUB(handle_replay)
 STUB(handle_metrics)
 STUB(handle_debug_fault)
+
+void restore_upload_part(struct request *req)
+{
+	(void)req;
+}

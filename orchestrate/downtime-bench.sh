@@ -58,7 +58,9 @@ build_images() {
 	fi
 	rm -rf "$ovl"
 	mkdir -p "$ovl/sigmig/bin"
-	cc -O2 -Wall -Wextra -Werror -static -o "$ovl/sigmig/bin/linkbench" "$REPO/orchestrate/bench/linkbench.c"
+	# dynamic: GnuTLS is in the guest image already (the agent's libmicrohttpd)
+	cc -O2 -Wall -Wextra -Werror -o "$ovl/sigmig/bin/linkbench" \
+		"$REPO/orchestrate/bench/linkbench.c" -lgnutls
 	(cd "$ovl" && find . -mindepth 1 | cpio -o -H newc -R 0:0 --quiet | gzip -n) >"$OUT/overlay.cpio.gz"
 	cat "$OUT/base.cpio.gz" "$OUT/overlay.cpio.gz" >"$OUT/initramfs.cpio.gz"
 }
@@ -86,11 +88,20 @@ wait_gone() {	# URL ID
 	wait_until 300 "workload $2 at $1 to end" workload_gone "$1" "$2"
 }
 
-link_time_once() {
+# BYTES over the link, A -> B: plain TCP, or with "tls" over a TLS session
+# made with the agents' own certificates (the handshake not counted: a
+# migration makes it before the freeze). Prints ms.
+link_time_once() {	# BYTES [tls]
 	local bytes=$1 recv send port=$((9000 + RANDOM % 1000))
-	recv=$(start_program "$SIGMIG_B_URL" linkbench "[\"recv\",\"$port\"]")
+	local recv_args="[\"recv\",\"$port\"]"
+	local send_args="[\"send\",\"10.99.0.2\",\"$port\",\"$bytes\"]"
+	if [ "${2:-}" = tls ]; then
+		recv_args="[\"recv-tls\",\"$port\",\"/sigmig/tls/agent.pem\",\"/sigmig/tls/agent.key\"]"
+		send_args="[\"send-tls\",\"10.99.0.2\",\"$port\",\"$bytes\",\"/sigmig/tls/ca.pem\"]"
+	fi
+	recv=$(start_program "$SIGMIG_B_URL" linkbench "$recv_args")
 	sleep 1
-	send=$(start_program "$SIGMIG_A_URL" linkbench "[\"send\",\"10.99.0.2\",\"$port\",\"$bytes\"]")
+	send=$(start_program "$SIGMIG_A_URL" linkbench "$send_args")
 	wait_gone "$SIGMIG_A_URL" "$send" || die "linkbench send did not finish"
 	wait_gone "$SIGMIG_B_URL" "$recv" || true
 	api GET "$SIGMIG_A_URL" "/v1/workloads/$send/log" | grep '"role":"send"' | jq -r '.ns / 1e6'
@@ -113,7 +124,7 @@ partial_result() {	# DIR
 # are consecutive: they add up to the downtime), the bare link for the same
 # bytes right after, and the ledger's verdict.
 measure() {
-	local n run dir res image link
+	local n run dir res image link tls_link
 	: >"$OUT/rows.txt"
 	for run in $(seq 1 "$runs"); do
 		for n in $counts; do
@@ -129,14 +140,19 @@ measure() {
 			link=$(link_time_once "$image") || link=""
 			[ -n "$link" ] ||
 				die "linkbench could not time $image bytes A -> B: no ratio without the link"
-			jq -r --arg n "$n" --arg run "$run" --arg link "${link:-0}" "$(cat <<-'EOF'
+			tls_link=$(link_time_once "$image" tls) || tls_link=""
+			[ -n "$tls_link" ] ||
+				die "linkbench could not time $image bytes A -> B over TLS"
+			jq -r --arg n "$n" --arg run "$run" --arg link "$link" --arg tls "$tls_link" \
+				"$(cat <<-'EOF'
 				.migrate.timings as $t
 				| [$n, $run, .pending.before.total, .migrate.image_bytes, $t.freeze_ms, $t.dump_ms,
 				   $t.transfer_ms, $t.restore_ms, $t.commit_ms, $t.resume_ms, $t.downtime_ms,
 				   ([$t.freeze_ms, $t.dump_ms, $t.transfer_ms, $t.restore_ms, $t.commit_ms,
 				     $t.resume_ms] | add), ($link | tonumber),
 				   (.migrate.target_workload.restore.requeue // "?"),
-				   (.ledger.lost // "?"), (.ledger.duplicated // "?"), (.failures | length)] | @tsv
+				   (.ledger.lost // "?"), (.ledger.duplicated // "?"), (.failures | length),
+				   ($tls | tonumber)] | @tsv
 				EOF
 			)" "$res" >>"$OUT/rows.txt"
 			say "  $(tail -1 "$OUT/rows.txt")"
@@ -145,7 +161,7 @@ measure() {
 }
 
 # For each count: the median of every column over the runs, and the spread
-# (min-max) of the downtime, the link and their ratio.
+# (min-max) of the downtime, the links and the ratios.
 summary_rows() {
 	sort -t$'\t' -k1,1n -k2,2n "$OUT/rows.txt" | awk -F'\t' '
 	function med(col,   i, j, k, v, a, m) {
@@ -159,10 +175,14 @@ summary_rows() {
 	function hi(col,   i, r) { r = val[1, col]; for (i = 2; i <= cnt; i++) if (val[i, col] > r) r = val[i, col]; return r }
 	function flush(   c) {
 		if (!cnt) return
-		for (i = 1; i <= cnt; i++) val[i, 18] = val[i, 13] > 0 ? val[i, 11] / val[i, 13] : 0
-		printf "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | **%.1fx** (%.1f-%.1f) |\n",
+		for (i = 1; i <= cnt; i++) {
+			val[i, 19] = val[i, 13] > 0 ? val[i, 11] / val[i, 13] : 0
+			val[i, 20] = val[i, 18] > 0 ? val[i, 11] / val[i, 18] : 0
+		}
+		printf "| %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | **%.1fx** (%.1f-%.1f) | **%.1fx** (%.1f-%.1f) |\n",
 			med(3), med(4), cnt, med(5), med(6), med(7), med(8), med(9), med(10),
-			med(11), lo(11), hi(11), med(13), lo(13), hi(13), med(18), lo(18), hi(18)
+			med(11), lo(11), hi(11), med(13), lo(13), hi(13), med(18), lo(18), hi(18),
+			med(19), lo(19), hi(19), med(20), lo(20), hi(20)
 		cnt = 0
 	}
 	$1 != last { flush(); last = $1 }
@@ -172,9 +192,9 @@ summary_rows() {
 
 run_rows() {
 	sort -t$'\t' -k1,1n -k2,2n "$OUT/rows.txt" |
-		while IFS=$'\t' read -r n run p img f d t r c rs dt sum l rq lost dup nfail; do
+		while IFS=$'\t' read -r n run p img f d t r c rs dt sum l rq lost dup nfail tl; do
 			[ "$nfail" = 0 ] || { lost="($lost)*"; dup="($dup)*"; }
-			echo "| $n | $run | $p | $img | $(ms "$f") | $(ms "$d") | $(ms "$t") | $(ms "$r") | $(ms "$c") | $(ms "$rs") | $(ms "$dt") | $(ms "$sum") | $(ms "$l") | $rq | $lost | $dup |"
+			echo "| $n | $run | $p | $img | $(ms "$f") | $(ms "$d") | $(ms "$t") | $(ms "$r") | $(ms "$c") | $(ms "$rs") | $(ms "$dt") | $(ms "$sum") | $(ms "$l") | $(ms "$tl") | $rq | $lost | $dup |"
 		done
 }
 
@@ -192,11 +212,14 @@ write_doc() {
 		echo "time \`linkbench\` needs to push the same number of bytes (the image size) from A to B over the"
 		echo "same link, TCP connect to final acknowledgement, started through the same agents: the"
 		echo "two are measured side by side, run after run, so that a slow moment of the host shows in both."
+		echo "The agents speak HTTPS to each other, so *tls link* is the same bytes over a TLS session"
+		echo "made with the agents' certificates (GnuTLS on both ends; the handshake not counted, as a"
+		echo "migration makes it before the freeze): the floor the image's transfer can reach."
 		echo
 		echo "## Summary (median of $runs runs, spread min-max)"
 		echo
-		echo "| pending | image bytes | runs | freeze ms | dump ms | transfer ms | restore ms | commit ms | resume ms | downtime ms | link ms | downtime / link |"
-		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+		echo "| pending | image bytes | runs | freeze ms | dump ms | transfer ms | restore ms | commit ms | resume ms | downtime ms | link ms | tls link ms | downtime / link | downtime / tls link |"
+		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 		summary_rows
 		echo
 		echo "The phases are the agent's, consecutive, and add up to the downtime (the *sum* column of"
@@ -208,8 +231,8 @@ write_doc() {
 		echo
 		echo "## Every run"
 		echo
-		echo "| pending (asked) | run | pending | image bytes | freeze | dump | transfer | restore | commit | resume | downtime | sum | link | requeue | lost | dup |"
-		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|--:|--:|"
+		echo "| pending (asked) | run | pending | image bytes | freeze | dump | transfer | restore | commit | resume | downtime | sum | link | tls link | requeue | lost | dup |"
+		echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|--:|--:|"
 		run_rows
 		echo
 		echo "(ms.) \\* the ledger could not be completed for this run (at 1M the copy on B is still"

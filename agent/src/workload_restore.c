@@ -110,11 +110,16 @@ static int poll_restore(struct workload *w, struct api_error *err)
 	return ret;
 }
 
-/* Shorter than POLL_INTERVAL_MS: the downtime of a migration waits on it. */
-#define RESTORE_POLL_MS	5
+/*
+ * The downtime of a migration waits on this poll: it starts at
+ * RESTORE_POLL_MS and doubles up to POLL_INTERVAL_MS, so that a small
+ * restore is seen soon and a long one is not slowed by STATUS requests.
+ */
+#define RESTORE_POLL_MS	2
 
 static int wait_restored(struct workload *w, struct api_error *err)
 {
+	unsigned int interval = RESTORE_POLL_MS;
 	int64_t deadline = clock_mono_ms() + wl_config()->restore_timeout_ms;
 	int ret;
 
@@ -126,7 +131,9 @@ static int wait_restored(struct workload *w, struct api_error *err)
 					     "%s: not running after %u ms",
 					     w->id, wl_config()->restore_timeout_ms);
 		}
-		clock_sleep_ms(RESTORE_POLL_MS);
+		clock_sleep_ms(interval);
+		if (interval < POLL_INTERVAL_MS)
+			interval *= 2;
 	}
 	return ret;
 }

@@ -590,6 +590,15 @@ int sigmig_image_check_head(const uint8_t *head, size_t len, uint64_t total,
 	return ret;
 }
 
+int sigmig_image_check(const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	struct layout l = { 0 };
+
+	if (err && errlen)
+		err[0] = '\0';
+	return validate(buf, len, &l, err, errlen);
+}
+
 int sigmig_image_decode(const uint8_t *buf, size_t len,
 			struct sigmig_image *img, char *err, size_t errlen)
 {

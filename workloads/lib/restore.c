@@ -19,6 +19,7 @@
  * exits.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,18 +157,107 @@ static int is_main_thread(void)
 	return syscall(SYS_gettid) == getpid();
 }
 
+/* Up to @len bytes, fewer only at EOF: the count, or -errno. */
+static ssize_t read_full(int fd, uint8_t *p, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		n = read(fd, p + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+static uint64_t image_total(const uint8_t *head)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | head[80 + i];
+	return v;
+}
+
+#define IMAGE_READ_MAX	(1ull << 31)
+
+/*
+ * The image's header says how long it is: the buffer is allocated once,
+ * to that length. The agent passes a migrated image through a FIFO while
+ * it arrives, and a FIFO read to its end would grow a buffer by doubling,
+ * copying its way up to twice the image (at 1M signals, 256 MiB of a
+ * guest's 1 GiB).
+ */
+static int read_image(int fd, uint8_t **out, size_t *len, char *err,
+		      size_t errlen)
+{
+	uint8_t head[SIGMIG_IMAGE_HEAD_SIZE], extra, *buf;
+	uint64_t total;
+	ssize_t got;
+	int ret;
+
+	got = read_full(fd, head, sizeof(head));
+	if (got < 0)
+		return (int)got;
+	total = image_total(head);
+	ret = sigmig_image_check_head(head, (size_t)got,
+				      got < (ssize_t)sizeof(head) ? (uint64_t)got : total,
+				      err, errlen);
+	if (ret)
+		return ret;
+	if (total > IMAGE_READ_MAX) {
+		snprintf(err, errlen, "image of %llu bytes: over the %llu-byte limit",
+			 (unsigned long long)total, IMAGE_READ_MAX);
+		return -E2BIG;
+	}
+	buf = malloc((size_t)total);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, head, sizeof(head));
+	got = read_full(fd, buf + sizeof(head), (size_t)total - sizeof(head));
+	if (got >= 0 && (size_t)got < (size_t)total - sizeof(head)) {
+		snprintf(err, errlen, "image truncated: %zu bytes of %llu",
+			 (size_t)got + sizeof(head), (unsigned long long)total);
+		got = -EBADMSG;
+	} else if (got >= 0 && read_full(fd, &extra, 1) == 1) {
+		snprintf(err, errlen, "trailing garbage after the image's %llu bytes",
+			 (unsigned long long)total);
+		got = -EBADMSG;
+	}
+	if (got < 0) {
+		free(buf);
+		return (int)got;
+	}
+	*out = buf;
+	*len = (size_t)total;
+	return 0;
+}
+
 static int load_image(const char *path)
 {
-	char err[256];
+	char err[256] = "";
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	int ret;
+	int fd, ret;
 
 	if (!is_main_thread())
 		return fail(-EINVAL, "restore must be started from the main thread");
-	ret = sigmig_read_file(path, &buf, &len);
-	if (ret)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(-errno, "cannot read image %s: %s", path, strerror(errno));
+	ret = read_image(fd, &buf, &len, err, sizeof(err));
+	close(fd);
+	if (ret && !err[0])
 		return fail(ret, "cannot read image %s: %s", path, strerror(-ret));
+	if (ret)
+		return fail(ret, "%s: %s", path, err);
 	ret = sigmig_image_decode(buf, len, &rs.image, err, sizeof(err));
 	free(buf);
 	if (ret)

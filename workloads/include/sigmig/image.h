@@ -88,6 +88,13 @@ uint64_t sigmig_image_pending_total(const struct sigmig_image *img);
 int sigmig_image_encode(const struct sigmig_image *img, uint8_t **out,
 			size_t *out_len);
 
+/*
+ * Every check of sigmig_image_decode(), with the same result and reason,
+ * for a reader that needs to know only that the image is good: nothing is
+ * allocated or copied.
+ */
+int sigmig_image_check(const uint8_t *buf, size_t len, char *err, size_t errlen);
+
 /* Bytes of the header: what sigmig_image_check_head() needs. */
 #define SIGMIG_IMAGE_HEAD_SIZE	160
 

@@ -109,11 +109,27 @@ static void reseal(uint8_t *buf, size_t len)
 	put32(buf + len - 4, sigmig_crc32c(buf, len - 4));
 }
 
+/* sigmig_image_check() calls that did not give the decoder's answer */
+static int check_disagrees;
+
+static void compare_check(const uint8_t *buf, size_t len, int ret, const char *err)
+{
+	char why[256];
+
+	if (sigmig_image_check(buf, len, why, sizeof(why)) != ret ||
+	    (ret && strcmp(why, err))) {
+		printf("# check disagrees: %s vs %s\n", why, ret ? err : "(ok)");
+		check_disagrees++;
+	}
+}
+
 static int decode_fails(const uint8_t *buf, size_t len, const char *expect)
 {
 	struct sigmig_image img;
 	char err[256];
 	int ret = sigmig_image_decode(buf, len, &img, err, sizeof(err));
+
+	compare_check(buf, len, ret, err);
 
 	if (ret == 0) {
 		sigmig_image_free(&img);
@@ -146,6 +162,7 @@ static void test_round_trip(uint32_t nthreads, uint32_t per, uint32_t nshared)
 	ret = sigmig_image_encode(&in, &buf, &len);
 	ok(ret == 0, "encode %u threads x %u + %u shared", nthreads, per, nshared);
 	ret = sigmig_image_decode(buf, len, &out, err, sizeof(err));
+	compare_check(buf, len, ret, err);
 	ok(ret == 0 && images_equal(&in, &out), "round trip %u/%u/%u %s",
 	   nthreads, per, nshared, ret ? err : "");
 	ok(sigmig_image_pending_total(&out) == sigmig_image_pending_total(&in),
@@ -418,5 +435,7 @@ int main(int argc, char **argv)
 	test_head();
 	test_bad_records();
 	test_encode_limits();
+	ok(check_disagrees == 0, "sigmig_image_check() gives the decoder's answer and "
+	   "reason for every image above (%d disagree)", check_disagrees);
 	return tap_done();
 }

@@ -46,6 +46,7 @@ struct transfer {
 	double last_sent;		/* a body byte last went out */
 	curl_off_t last_ul;
 	int error;			/* a callback's reason to stop */
+	int sends;			/* times the request went out */
 	const char *phase;
 	long oserr;			/* errno of libcurl's failed call */
 	char *unread;			/* what was left on the socket at its close */
@@ -117,6 +118,27 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * libcurl sends a request again, on a new connection, when the kept one
+ * it went out on died before any byte of the answer: the peer may have
+ * taken it all the same (a restore, a thaw), and a request must reach it
+ * at most once. The second send is refused: the request fails, and the
+ * caller, which knows whether a retry is safe, decides.
+ */
+static int on_send(void *arg, char *ip, char *local_ip, int port, int local_port)
+{
+	struct transfer *x = arg;
+
+	(void)ip;
+	(void)local_ip;
+	(void)port;
+	(void)local_port;
+	if (++x->sends == 1)
+		return CURL_PREREQFUNC_OK;
+	stop(x, "send", ECONNRESET);
+	return CURL_PREREQFUNC_ABORT;
 }
 
 /*
@@ -208,7 +230,10 @@ static void classify_failure(struct transfer *x, CURLcode rc)
 	} else if (rc == CURLE_OUT_OF_MEMORY) {
 		res->error = ENOMEM;
 	}
-	if (!res->detail[0])
+	if (x->sends > 1)
+		snprintf(res->detail, sizeof(res->detail), "the kept connection "
+			 "died before an answer; not sent again (the peer may have it)");
+	else if (!res->detail[0])
 		snprintf(res->detail, sizeof(res->detail), "%s",
 			 curl_easy_strerror(rc));
 	http_result_free(res);
@@ -300,6 +325,8 @@ static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
 	SET(CURLOPT_XFERINFODATA, x);
 	SET(CURLOPT_NOPROGRESS, 0L);
+	SET(CURLOPT_PREREQFUNCTION, on_send);
+	SET(CURLOPT_PREREQDATA, x);
 	SET(CURLOPT_CLOSESOCKETFUNCTION, on_close);
 	/* The connection outlives the request: it knows the handle, not x. */
 	SET(CURLOPT_CLOSESOCKETDATA, conn);

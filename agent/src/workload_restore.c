@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Starting a program that restores an image: the image goes to the state
- * directory, the program starts with --restore (and --restore-hold), and
- * the agent polls its runtime until it reports the restore verified and
- * running or held, or the program exits with the reason.
+ * Starting a program that restores an image: the program starts with
+ * --restore on a FIFO in the state directory (and --restore-hold), reads
+ * the image through it, and the agent polls its runtime until it reports
+ * the restore verified and running or held, or the program exits with the
+ * reason.
  */
 #include <errno.h>
 #include <fcntl.h>

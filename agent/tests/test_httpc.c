@@ -11,7 +11,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -119,7 +121,8 @@ static void test_bad_content_lengths(void)
 
 /* ---- the client against a real server ---- */
 
-enum serve_mode { SERVE_REPLY, SERVE_SILENT, SERVE_NO_READ, SERVE_EARLY, SERVE_TWICE };
+enum serve_mode { SERVE_REPLY, SERVE_SILENT, SERVE_NO_READ, SERVE_EARLY, SERVE_TWICE,
+		  SERVE_DROP_SECOND };
 
 struct server {
 	int fd;
@@ -128,16 +131,21 @@ struct server {
 	const char *reply;
 	unsigned int hold_ms;		/* how long SILENT/NO_READ keep the socket */
 	size_t body_seen;		/* request body bytes read */
+	unsigned int requests;		/* requests read, over every connection */
 	pthread_t thread;
 };
 
-/* Reads the request head and as much of its body as Content-Length says. */
-static void read_request(struct server *s, int c)
+/*
+ * Reads the request head and as much of its body as Content-Length says:
+ * false when no head came.
+ */
+static bool read_request(struct server *s, int c)
 {
 	char buf[65536], *end, *cl;
 	size_t len = 0, want = 0;
 	ssize_t n;
 
+	buf[0] = '\0';	/* a peer that sends nothing leaves no head */
 	while ((n = read(c, buf + len, sizeof(buf) - 1 - len)) > 0) {
 		len += (size_t)n;
 		buf[len] = '\0';
@@ -147,15 +155,39 @@ static void read_request(struct server *s, int c)
 	}
 	end = strstr(buf, "\r\n\r\n");
 	if (!end)
-		return;
+		return false;
 	cl = strcasestr(buf, "\r\nContent-Length:");
 	if (cl && cl < end)
 		want = strtoul(cl + 17, NULL, 10);
 	s->body_seen = len - (size_t)(end + 4 - buf);
 	if (s->mode == SERVE_EARLY)
-		return;
+		return true;
 	while (s->body_seen < want && (n = read(c, buf, sizeof(buf))) > 0)
 		s->body_seen += (size_t)n;
+	return true;
+}
+
+/*
+ * Answers the first request on a connection, reads the second and closes
+ * without a word; then takes, for a second, the connection a client that
+ * sends it again would make, and answers there.
+ */
+static void drop_second(struct server *s, int c)
+{
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
+
+	read_request(s, c);
+	(void)!write(c, s->reply, strlen(s->reply));
+	read_request(s, c);
+	s->requests = 2;
+	close(c);
+	if (poll(&p, 1, 1000) != 1 || (c = accept(s->fd, NULL, NULL)) < 0)
+		return;
+	if (read_request(s, c)) {
+		s->requests++;
+		(void)!write(c, s->reply, strlen(s->reply));
+	}
+	close(c);
 }
 
 static void *serve_one(void *arg)
@@ -165,6 +197,10 @@ static void *serve_one(void *arg)
 
 	if (c < 0)
 		return NULL;
+	if (s->mode == SERVE_DROP_SECOND) {
+		drop_second(s, c);
+		return NULL;
+	}
 	if (s->mode == SERVE_TWICE) {	/* two requests on one connection */
 		read_request(s, c);
 		(void)!write(c, s->reply, strlen(s->reply));
@@ -349,6 +385,38 @@ static void test_kept_connection(void)
 	http_result_free(&r2);
 }
 
+/*
+ * The image goes on the connection a GET opened before the freeze: if it
+ * dies unanswered, libcurl would post the image again on a new one, and
+ * the target would restore it twice.
+ */
+static void test_not_sent_twice(void)
+{
+	struct target_url t = { .host = "127.0.0.1" };
+	struct httpc_conn conn = { 0 };
+	struct http_result r1, r2;
+	uint8_t body[1000] = { 0 };
+	struct server s;
+	int a, b;
+
+	serve(&s, SERVE_DROP_SECOND, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	t.port = s.port;
+	a = httpc_conn_request(&conn, "GET", &t, "/v1/health", NULL, "application/json",
+			       NULL, 0, 3000, 1000, &r1);
+	b = httpc_conn_post(&conn, &t, "/v1/restore", "tok", "application/octet-stream",
+			    body, sizeof(body), 3000, 1000, &r2);
+	httpc_conn_close(&conn);
+	serve_end(&s);
+	ok(a == 0 && r1.status == 200 && b != 0 && s.requests == 2 &&
+	   !strcmp(r2.failed_phase, "send"),
+	   "a post whose kept connection dies unanswered is not sent again "
+	   "(%u requests seen, %s: %s)", s.requests, b ? r2.failed_phase : "ok",
+	   r2.detail);
+	http_result_free(&r1);
+	if (!b)
+		http_result_free(&r2);
+}
+
 static void test_unreachable(void)
 {
 	struct target_url t = { .host = "127.0.0.1", .port = 1 };
@@ -404,6 +472,7 @@ int main(int argc, char **argv)
 	test_live_bad_heads();
 	test_live_bounds();
 	test_kept_connection();
+	test_not_sent_twice();
 	test_unreachable();
 	if (argc == 5 && !strcmp(argv[1], "--tls"))
 		test_tls(argv[2], argv[3], argv[4]);

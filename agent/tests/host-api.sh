@@ -10,6 +10,8 @@ AGENT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 WL=$HERE/../workloads/build
 # Debian's interpreter: python3-jsonschema and python3-yaml are its packages.
 CHECK=(/usr/bin/python3 "$HERE/../orchestrate/lib/openapi_check.py")
+# shellcheck source=orchestrate/lib/ports.sh
+. "$HERE/../orchestrate/lib/ports.sh"
 bindir=$(mktemp -d /tmp/agent-bin.XXXXXX)
 replies=$(mktemp -d /tmp/agent-replies.XXXXXX)
 trap 'rm -rf "$bindir" "$replies"' EXIT
@@ -22,7 +24,7 @@ done
 test=${2:-guest/10-api.sh}
 rc=0
 AGENT_BIN=$AGENT BIN_DIR=$bindir LOADGEN=$HERE/build/loadgen REPLY_DIR=$replies \
-	PORT=${PORT:-$((20000 + $$ % 20000))} "$HERE/$test" || rc=$?
+	PORT=${PORT:-$(free_port_base 2)} "$HERE/$test" || rc=$?
 "${CHECK[@]}" records "$replies" || rc=1
 if [ "$test" = guest/10-api.sh ]; then
 	"$HERE/tests/openapi-drift.sh" || rc=1

@@ -7,7 +7,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AGENT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 WL=$HERE/../workloads/build
-PORT=$((20000 + ($$ + 4099) % 20000))
+# shellcheck source=orchestrate/lib/ports.sh
+. "$HERE/../orchestrate/lib/ports.sh"
+PORT=$(free_port_base 2)	# below the ephemeral range: no outgoing connection takes it
 BASE=http://127.0.0.1:$PORT
 TOKEN=hostile-$$-$RANDOM
 WORK=$(mktemp -d /tmp/agent-hostile.XXXXXX)

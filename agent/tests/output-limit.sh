@@ -8,7 +8,9 @@ set -uo pipefail	# no -e: each check reports its own failure
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AGENT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 WL=$HERE/../workloads/build
-PORT=$((20000 + ($$ + 6151) % 20000))
+# shellcheck source=orchestrate/lib/ports.sh
+. "$HERE/../orchestrate/lib/ports.sh"
+PORT=$(free_port_base 2)	# below the ephemeral range: no outgoing connection takes it
 BASE=http://127.0.0.1:$PORT
 LIMIT=65536
 WORK=$(mktemp -d /tmp/agent-output.XXXXXX)

@@ -9,7 +9,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AGENT=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 WL=$HERE/../workloads/build
-PORT=$((20000 + ($$ + 7919) % 20000))
+# shellcheck source=orchestrate/lib/ports.sh
+. "$HERE/../orchestrate/lib/ports.sh"
+PORT=$(free_port_base 2)	# below the ephemeral range: no outgoing connection takes it
 TOKEN=environ-secret-$$-$RANDOM
 WORK=$(mktemp -d /tmp/agent-token.XXXXXX)
 agent_pid="" pid=""

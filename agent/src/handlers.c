@@ -406,10 +406,6 @@ static int collect_restore_query(void *cls, const char *key, const char *value)
 	return restore_query_add(cls, key, value);
 }
 
-/* Where the header names the program (docs/image-format.md). */
-#define IMAGE_PROGRAM_OFFSET	88
-#define IMAGE_PROGRAM_LEN	64
-
 /* The image names the program it came from; the query may override it. */
 static int restore_program(struct restore_query *q, const char *image_program,
 			   size_t len)
@@ -489,8 +485,8 @@ static struct restore_stream *start_early(struct request *req)
 	request_query_each(req, collect_restore_query, &q);
 	if (!q.failed && !q.criu &&
 	    !sigmig_image_check_head(head, req->body_len, total, why, sizeof(why)) &&
-	    !restore_program(&q, (const char *)head + IMAGE_PROGRAM_OFFSET,
-			     IMAGE_PROGRAM_LEN)) {
+	    !restore_program(&q, sigmig_image_head_program(head),
+			     SIGMIG_IMAGE_PROGRAM_LEN)) {
 		stream = workload_restore_begin(q.program, &q.args, q.hold, &err);
 		if (!stream)
 			log_warn("restore: not started early: %s", err.detail);
@@ -571,12 +567,9 @@ static void do_restore(struct request *req, struct reply *out,
 /* A refusal: a restore started early ends with it. */
 static void refuse_restore(struct request *req)
 {
-	struct restore_upload *u = req->upload;
+	double started;
 
-	req->upload = NULL;
-	req->upload_end = NULL;
-	if (u)
-		restore_upload_end(u);
+	workload_restore_cancel(take_stream(req, &started));
 }
 
 void handle_restore(struct request *req, struct reply *out)
@@ -607,8 +600,8 @@ void handle_restore(struct request *req, struct reply *out)
 		reply_error(out, req, 400, "bad_image", "%s", why);
 		goto refuse;
 	}
-	if (restore_program(&q, req->body + IMAGE_PROGRAM_OFFSET,
-			    IMAGE_PROGRAM_LEN)) {
+	if (restore_program(&q, sigmig_image_head_program((uint8_t *)req->body),
+			    SIGMIG_IMAGE_PROGRAM_LEN)) {
 		reply_error(out, req, 400, "invalid_parameter",
 			    "the image names no valid program: pass ?program=");
 		goto refuse;

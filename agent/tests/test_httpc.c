@@ -356,33 +356,55 @@ static void test_live_bounds(void)
 	http_result_free(&res);
 }
 
+/* Two requests on one httpc_conn, the first @first_method, the second a POST. */
+struct pair {
+	struct server s;
+	struct http_result r1, r2;
+	int a, b;
+	unsigned int status1;	/* of the first */
+	size_t body_len;
+};
+
+static void two_on_one_conn(struct pair *p, enum serve_mode mode,
+			    const char *first_method, const char *second_path)
+{
+	struct target_url t = { .host = "127.0.0.1" };
+	struct httpc_conn conn = { 0 };
+	uint8_t body[1000] = { 0 };
+	bool get = !strcmp(first_method, "GET");
+
+	p->body_len = sizeof(body);
+	serve(&p->s, mode, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	t.port = p->s.port;
+	p->a = httpc_conn_request(&conn, first_method, &t, get ? "/v1/health" : "/v1/x?batch=1",
+				  get ? NULL : "tok", get ? "application/json" :
+				  "application/octet-stream", get ? NULL : body,
+				  get ? 0 : sizeof(body), 3000, 1000, &p->r1);
+	p->b = httpc_conn_post(&conn, &t, second_path, "tok", "application/octet-stream",
+			       body, sizeof(body), 3000, 1000, &p->r2);
+	httpc_conn_close(&conn);
+	serve_end(&p->s);
+	ok(!conn.curl, "%s then POST: the connection is closed after", first_method);
+	p->status1 = p->a ? 0 : p->r1.status;
+	if (!p->a)
+		http_result_free(&p->r1);
+}
+
 /*
  * Requests on one httpc_conn share a connection: the server accepts once
  * and answers two requests on it (a second connect would find no one).
  */
 static void test_kept_connection(void)
 {
-	struct target_url t = { .host = "127.0.0.1" };
-	struct httpc_conn conn = { 0 };
-	struct http_result r1, r2;
-	uint8_t body[1000] = { 0 };
-	struct server s;
-	int a, b;
+	struct pair p;
 
-	serve(&s, SERVE_TWICE, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-	t.port = s.port;
-	a = httpc_conn_post(&conn, &t, "/v1/x?batch=1", "tok", "application/octet-stream",
-			    body, sizeof(body), 3000, 1000, &r1);
-	b = httpc_conn_post(&conn, &t, "/v1/x?batch=2", "tok", "application/octet-stream",
-			    body, sizeof(body), 3000, 1000, &r2);
-	httpc_conn_close(&conn);
-	serve_end(&s);
-	ok(a == 0 && b == 0 && r1.status == 200 && r2.status == 200 &&
-	   s.body_seen == sizeof(body) && !conn.curl,
+	two_on_one_conn(&p, SERVE_TWICE, "POST", "/v1/x?batch=2");
+	ok(p.a == 0 && p.b == 0 && p.status1 == 200 && p.r2.status == 200 &&
+	   p.s.body_seen == p.body_len,
 	   "two posts on one kept connection, one accept: %u %u (%s)",
-	   r1.status, r2.status, b ? r2.detail : "");
-	http_result_free(&r1);
-	http_result_free(&r2);
+	   p.status1, p.r2.status, p.b ? p.r2.detail : "");
+	if (!p.b)
+		http_result_free(&p.r2);
 }
 
 /*
@@ -392,29 +414,16 @@ static void test_kept_connection(void)
  */
 static void test_not_sent_twice(void)
 {
-	struct target_url t = { .host = "127.0.0.1" };
-	struct httpc_conn conn = { 0 };
-	struct http_result r1, r2;
-	uint8_t body[1000] = { 0 };
-	struct server s;
-	int a, b;
+	struct pair p;
 
-	serve(&s, SERVE_DROP_SECOND, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-	t.port = s.port;
-	a = httpc_conn_request(&conn, "GET", &t, "/v1/health", NULL, "application/json",
-			       NULL, 0, 3000, 1000, &r1);
-	b = httpc_conn_post(&conn, &t, "/v1/restore", "tok", "application/octet-stream",
-			    body, sizeof(body), 3000, 1000, &r2);
-	httpc_conn_close(&conn);
-	serve_end(&s);
-	ok(a == 0 && r1.status == 200 && b != 0 && s.requests == 2 &&
-	   !strcmp(r2.failed_phase, "send"),
+	two_on_one_conn(&p, SERVE_DROP_SECOND, "GET", "/v1/restore");
+	ok(p.a == 0 && p.status1 == 200 && p.b != 0 && p.s.requests == 2 &&
+	   !strcmp(p.r2.failed_phase, "send"),
 	   "a post whose kept connection dies unanswered is not sent again "
-	   "(%u requests seen, %s: %s)", s.requests, b ? r2.failed_phase : "ok",
-	   r2.detail);
-	http_result_free(&r1);
-	if (!b)
-		http_result_free(&r2);
+	   "(%u requests seen, %s: %s)", p.s.requests, p.b ? p.r2.failed_phase : "ok",
+	   p.r2.detail);
+	if (!p.b)
+		http_result_free(&p.r2);
 }
 
 static void test_unreachable(void)

@@ -567,6 +567,16 @@ static int fill(const uint8_t *b, const struct layout *l, struct sigmig_image *i
 	return copy_queue(&img->shared, b + l->shared_off, l->nshared);
 }
 
+uint64_t sigmig_image_head_total(const uint8_t *head)
+{
+	return get64(head + 80);
+}
+
+const char *sigmig_image_head_program(const uint8_t *head)
+{
+	return (const char *)head + 88;
+}
+
 int sigmig_image_check_head(const uint8_t *head, size_t len, uint64_t total,
 			    char *err, size_t errlen)
 {

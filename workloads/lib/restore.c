@@ -176,16 +176,6 @@ static ssize_t read_full(int fd, uint8_t *p, size_t len)
 	return (ssize_t)got;
 }
 
-static uint64_t image_total(const uint8_t *head)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | head[80 + i];
-	return v;
-}
-
 #define IMAGE_READ_MAX	(1ull << 31)
 
 /*
@@ -206,7 +196,7 @@ static int read_image(int fd, uint8_t **out, size_t *len, char *err,
 	got = read_full(fd, head, sizeof(head));
 	if (got < 0)
 		return (int)got;
-	total = image_total(head);
+	total = sigmig_image_head_total(head);
 	ret = sigmig_image_check_head(head, (size_t)got,
 				      got < (ssize_t)sizeof(head) ? (uint64_t)got : total,
 				      err, errlen);

@@ -108,6 +108,14 @@ int sigmig_image_check(const uint8_t *buf, size_t len, char *err, size_t errlen)
  */
 int sigmig_image_check_head(const uint8_t *head, size_t len, uint64_t total,
 			    char *err, size_t errlen);
+/*
+ * What a header of SIGMIG_IMAGE_HEAD_SIZE bytes says: the image's whole
+ * length, and the program it came from (64 bytes, NUL-terminated once
+ * sigmig_image_check_head() has passed).
+ */
+uint64_t sigmig_image_head_total(const uint8_t *head);
+const char *sigmig_image_head_program(const uint8_t *head);
+#define SIGMIG_IMAGE_PROGRAM_LEN	64
 
 /*
  * Parse and fully validate @len bytes. On success fills @img (free with

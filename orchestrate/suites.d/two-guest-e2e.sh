@@ -108,11 +108,12 @@ check_verdict "live senders through the move"
 # target matches the commit delta with what CRIU queued by content. Gated
 # (sigplain --gate takes no signal before its gate signal), it has
 # thousands pending in its threads' queues and the process's when it
-# moves; the gate opens on B. The sizes keep what B's copy holds at once
-# (moved + delta) under the guests' RLIMIT_SIGPENDING, which CRIU gives
-# the copy as the original had it.
+# moves; the gate opens on B. The senders are fast enough that what B's
+# copy holds at once (moved + delta) passes the guests' RLIMIT_SIGPENDING,
+# which CRIU gives the copy as the original had it: the delta's requeue
+# raises it for the write and puts it back.
 run_case criu -- --engine criu --gated --threads 3 --signals 2000 --after 300 \
-	--live-senders 100 --live-seconds 90
+	--live-senders 400 --live-seconds 90
 [ "$CASE_RC" = 0 ] && [ -f "$RESULT" ]
 tap $? "engine criu: sigplain moves A -> B (migrate.sh rc=$CASE_RC)"
 [ "$(result '.migrate.engine')" = criu ] && [ "$(result '.migrate.target_workload.restore.engine')" = criu ]

@@ -47,6 +47,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <getopt.h>
 #include <signal.h>
@@ -352,6 +353,102 @@ static int fill(struct peek_args *a, int tid, uint32_t max)
 	return 0;
 }
 
+/* The records --requeue writes into the @nr threads @th: stat()s of their files. */
+static unsigned long records_to_requeue(const struct thread *th, int nr)
+{
+	char path[4096];
+	unsigned long records = 0;
+	struct stat st;
+	int i;
+
+	for (i = 0; i <= nr; i++) {
+		if (i < nr)
+			snprintf(path, sizeof(path), "%s/private.%d.bin", requeue_dir,
+				 th[i].own_tid);
+		else
+			snprintf(path, sizeof(path), "%s/shared.bin", requeue_dir);
+		if (!stat(path, &st))
+			records += (unsigned long)st.st_size / PEEK_RECORD_SIZE;
+	}
+	return records;
+}
+
+/* The signals queued for the user of @pid ("SigQ: queued/limit"), or -1. */
+static long queued_for_user(int pid)
+{
+	char path[64], line[256];
+	long queued = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigQ: %ld/", &queued) == 1)
+			break;
+	fclose(f);
+	return queued;
+}
+
+/*
+ * Every requeued record counts against the target's RLIMIT_SIGPENDING (the
+ * count is its user's). A copy that holds its moved records gets the
+ * commit delta behind them: more than the original ever held at once,
+ * since the delta arrived after its drain. Past the limit the kernel
+ * refuses a record with EAGAIN, after the ones before it went in. So the
+ * limit is raised before the parasite runs (nothing is written if it
+ * cannot be) and @saved is put back after: the program keeps the limit it
+ * had, and until its queues drain below it a new send fails with EAGAIN,
+ * as at any limit. The margin is for senders that queue meanwhile.
+ */
+#define SIGPENDING_MARGIN	1024
+
+static int make_room(int pid, unsigned long records, struct rlimit *saved, bool *raised)
+{
+	long queued = queued_for_user(pid);
+	struct rlimit want;
+	rlim_t need;
+
+	*raised = false;
+	if (prlimit(pid, RLIMIT_SIGPENDING, NULL, saved)) {
+		fprintf(stderr, "prlimit(%d, RLIMIT_SIGPENDING): %s\n", pid, strerror(errno));
+		return -1;
+	}
+	if (queued < 0) {
+		fprintf(stderr, "cannot read SigQ of %d\n", pid);
+		return -1;
+	}
+	need = (rlim_t)records + (rlim_t)queued + SIGPENDING_MARGIN;
+	if (saved->rlim_cur == RLIM_INFINITY || saved->rlim_cur >= need)
+		return 0;
+	want.rlim_cur = need;
+	want.rlim_max = saved->rlim_max != RLIM_INFINITY && saved->rlim_max < need ?
+			need : saved->rlim_max;
+	if (prlimit(pid, RLIMIT_SIGPENDING, &want, NULL)) {
+		fprintf(stderr, "RLIMIT_SIGPENDING of %d is %llu and %lu records are to be "
+			"requeued (%ld signals queued for its user): raising it to %llu "
+			"failed: %s: nothing requeued\n", pid,
+			(unsigned long long)saved->rlim_cur, records, queued,
+			(unsigned long long)need, strerror(errno));
+		return -1;
+	}
+	fprintf(stderr, "RLIMIT_SIGPENDING of %d raised from %llu to %llu for %lu records "
+		"(%ld queued for its user), put back after\n", pid,
+		(unsigned long long)saved->rlim_cur, (unsigned long long)need, records, queued);
+	*raised = true;
+	return 0;
+}
+
+static int put_back_limit(int pid, const struct rlimit *saved)
+{
+	if (!prlimit(pid, RLIMIT_SIGPENDING, saved, NULL))
+		return 0;
+	fprintf(stderr, "cannot put RLIMIT_SIGPENDING of %d back to %llu: %s\n", pid,
+		(unsigned long long)saved->rlim_cur, strerror(errno));
+	return -1;
+}
+
 /* What left one queue, in that queue's order. */
 struct left_queue {
 	unsigned char *rec;
@@ -624,7 +721,9 @@ int main(int argc, char **argv)
 	static struct thread th[MAX_THREADS];
 	struct parasite_ctl *ctl;
 	struct peek_args *a;
+	struct rlimit saved_limit;
 	unsigned long total = 0, size;
+	bool raised = false;
 	const char *out = NULL, *thaw_cg = NULL, *freeze_cg = NULL;
 	uint32_t max = 4096;
 	long long t0, t1;
@@ -670,6 +769,9 @@ int main(int argc, char **argv)
 	nr = seize_threads(pid, th);
 	if (nr < 0)
 		return 1;
+	if (cmd == REQUEUE_CMD &&
+	    make_room(pid, records_to_requeue(th, nr), &saved_limit, &raised))
+		goto resume;
 	if (thaw_cg && write_file(thaw_cg, "cgroup.freeze", "0"))
 		goto resume;
 	ctl = compel_prepare(pid);
@@ -694,6 +796,8 @@ int main(int argc, char **argv)
 		ret = 1;
 	}
 resume:
+	if (raised && put_back_limit(pid, &saved_limit))
+		ret = 1;
 	if (freeze_cg && freeze_cgroup(freeze_cg))
 		ret = 1;
 	resume_threads(th, nr);

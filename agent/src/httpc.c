@@ -338,6 +338,16 @@ static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 }
 
 /*
+ * The agents close a connection idle for --idle-timeout (1 s at the
+ * least). A request that goes out on a kept connection as the peer closes
+ * it fails unanswered, and is not sent again (on_send): the request may
+ * have reached the peer. A connection idle for longer than this is closed
+ * and made anew instead of raced; the pre-freeze connection then saves
+ * its handshake only when the dump is short, which is when it counts.
+ */
+#define REUSE_IDLE_MAX_S	0.5
+
+/*
  * One request on @c's handle (made at first use); @keep leaves its
  * connection open for the next request on @c, else it is closed here.
  */
@@ -358,6 +368,8 @@ static int request_on(struct httpc_conn *c, bool keep, const char *method,
 	snprintf(url, sizeof(url), "%s://%s:%u%s", target->tls ? "https" : "http",
 		 target->host, target->port, path_query);
 	headers = request_headers(token, content_type);
+	if (c->curl && x.t0 - c->idle_since > REUSE_IDLE_MAX_S)
+		httpc_conn_close(c);
 	if (c->curl)
 		curl_easy_reset(c->curl);	/* keeps the open connection */
 	else
@@ -377,6 +389,7 @@ static int request_on(struct httpc_conn *c, bool keep, const char *method,
 	if (!keep)
 		httpc_conn_close(c);	/* closes the socket: on_close runs */
 	c->current = NULL;
+	c->idle_since = clock_mono_s();
 	curl_slist_free_all(headers);
 	if (rc == CURLE_SEND_ERROR && !x.error && !x.head.started &&
 	    take_early_answer(&x, target->tls)) {

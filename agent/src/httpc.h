@@ -36,13 +36,14 @@ int httpc_request(const char *method, const struct target_url *target,
  * A connection to one peer kept open across requests, for a series of
  * them (the forwarder's batches): one TCP connect and TLS handshake, not
  * one per request. Zero-initialised; one request at a time;
- * httpc_conn_close() closes it. A connection the peer closed meanwhile is
- * replaced at the next request.
+ * httpc_conn_close() closes it. A connection the peer closed meanwhile, or
+ * one idle for longer than half a second, is replaced at the next request.
  */
 struct transfer;
 struct httpc_conn {
 	void *curl;			/* the libcurl handle, made at first use */
 	struct transfer *current;	/* the request running on it */
+	double idle_since;		/* when its last request ended */
 };
 
 int httpc_conn_post(struct httpc_conn *c, const struct target_url *target,

@@ -122,7 +122,7 @@ static void test_bad_content_lengths(void)
 /* ---- the client against a real server ---- */
 
 enum serve_mode { SERVE_REPLY, SERVE_SILENT, SERVE_NO_READ, SERVE_EARLY, SERVE_TWICE,
-		  SERVE_DROP_SECOND };
+		  SERVE_DROP_SECOND, SERVE_SECOND_FRESH };
 
 struct server {
 	int fd;
@@ -132,6 +132,7 @@ struct server {
 	unsigned int hold_ms;		/* how long SILENT/NO_READ keep the socket */
 	size_t body_seen;		/* request body bytes read */
 	unsigned int requests;		/* requests read, over every connection */
+	unsigned int accepts;		/* connections accepted */
 	pthread_t thread;
 };
 
@@ -190,6 +191,31 @@ static void drop_second(struct server *s, int c)
 	close(c);
 }
 
+/*
+ * Answers the first request, then waits two seconds for a second
+ * connection and answers there; the first is never read again, as a
+ * connection the server is closing for being idle.
+ */
+static void second_fresh(struct server *s, int c)
+{
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
+	int c2;
+
+	if (read_request(s, c)) {
+		s->requests++;
+		(void)!write(c, s->reply, strlen(s->reply));
+	}
+	if (poll(&p, 1, 2000) == 1 && (c2 = accept(s->fd, NULL, NULL)) >= 0) {
+		s->accepts++;
+		if (read_request(s, c2)) {
+			s->requests++;
+			(void)!write(c2, s->reply, strlen(s->reply));
+		}
+		close(c2);
+	}
+	close(c);
+}
+
 static void *serve_one(void *arg)
 {
 	struct server *s = arg;
@@ -197,6 +223,11 @@ static void *serve_one(void *arg)
 
 	if (c < 0)
 		return NULL;
+	s->accepts = 1;
+	if (s->mode == SERVE_SECOND_FRESH) {
+		second_fresh(s, c);
+		return NULL;
+	}
 	if (s->mode == SERVE_DROP_SECOND) {
 		drop_second(s, c);
 		return NULL;
@@ -366,7 +397,8 @@ struct pair {
 };
 
 static void two_on_one_conn(struct pair *p, enum serve_mode mode,
-			    const char *first_method, const char *second_path)
+			    const char *first_method, const char *second_path,
+			    unsigned int idle_ms)
 {
 	struct target_url t = { .host = "127.0.0.1" };
 	struct httpc_conn conn = { 0 };
@@ -380,6 +412,7 @@ static void two_on_one_conn(struct pair *p, enum serve_mode mode,
 				  get ? NULL : "tok", get ? "application/json" :
 				  "application/octet-stream", get ? NULL : body,
 				  get ? 0 : sizeof(body), 3000, 1000, &p->r1);
+	usleep(idle_ms * 1000);
 	p->b = httpc_conn_post(&conn, &t, second_path, "tok", "application/octet-stream",
 			       body, sizeof(body), 3000, 1000, &p->r2);
 	httpc_conn_close(&conn);
@@ -398,7 +431,7 @@ static void test_kept_connection(void)
 {
 	struct pair p;
 
-	two_on_one_conn(&p, SERVE_TWICE, "POST", "/v1/x?batch=2");
+	two_on_one_conn(&p, SERVE_TWICE, "POST", "/v1/x?batch=2", 0);
 	ok(p.a == 0 && p.b == 0 && p.status1 == 200 && p.r2.status == 200 &&
 	   p.s.body_seen == p.body_len,
 	   "two posts on one kept connection, one accept: %u %u (%s)",
@@ -416,12 +449,31 @@ static void test_not_sent_twice(void)
 {
 	struct pair p;
 
-	two_on_one_conn(&p, SERVE_DROP_SECOND, "GET", "/v1/restore");
+	two_on_one_conn(&p, SERVE_DROP_SECOND, "GET", "/v1/restore", 0);
 	ok(p.a == 0 && p.status1 == 200 && p.b != 0 && p.s.requests == 2 &&
 	   !strcmp(p.r2.failed_phase, "send"),
 	   "a post whose kept connection dies unanswered is not sent again "
 	   "(%u requests seen, %s: %s)", p.s.requests, p.b ? p.r2.failed_phase : "ok",
 	   p.r2.detail);
+	if (!p.b)
+		http_result_free(&p.r2);
+}
+
+/*
+ * A connection left idle as long as the pre-freeze one during a slow dump
+ * is not reused: the server may be closing it, and a request lost in that
+ * close is not sent again. The second request goes on a new connection.
+ */
+static void test_idle_not_reused(void)
+{
+	struct pair p;
+
+	two_on_one_conn(&p, SERVE_SECOND_FRESH, "GET", "/v1/restore", 700);
+	ok(p.a == 0 && p.status1 == 200 && p.b == 0 && p.r2.status == 200 &&
+	   p.s.accepts == 2 && p.s.requests == 2,
+	   "after 700 ms idle the next request goes on a new connection "
+	   "(%u accepted, %u requests, %s)", p.s.accepts, p.s.requests,
+	   p.b ? p.r2.detail : "answered");
 	if (!p.b)
 		http_result_free(&p.r2);
 }
@@ -482,6 +534,7 @@ int main(int argc, char **argv)
 	test_live_bounds();
 	test_kept_connection();
 	test_not_sent_twice();
+	test_idle_not_reused();
 	test_unreachable();
 	if (argc == 5 && !strcmp(argv[1], "--tls"))
 		test_tls(argv[2], argv[3], argv[4]);

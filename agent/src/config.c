@@ -31,6 +31,7 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_CA,
+	OPT_TLS_CLIENT_CA,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -55,6 +56,7 @@ static const struct option long_options[] = {
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
+	{ "tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -91,6 +93,10 @@ void config_usage(FILE *out)
 		"                            and key (both or neither)\n"
 		"  --tls-ca FILE             verify https:// peer agents against these PEM\n"
 		"                            CAs (default: the system's)\n"
+		"  --tls-client-ca FILE      mutual TLS: every request needs a client\n"
+		"                            certificate for clientAuth signed by one of\n"
+		"                            these PEM CAs (with --tls-cert); the agent\n"
+		"                            presents its own --tls-cert to peers\n"
 		"  --version, --help\n");
 }
 
@@ -278,6 +284,8 @@ static int apply_option(struct agent_config *cfg, int opt, const char *arg,
 	case OPT_TLS_CA:
 		cfg->tls_ca = arg;
 		return 0;
+	case OPT_TLS_CLIENT_CA:
+		return read_pem(&cfg->tls_client_ca, "tls-client-ca", arg, err, errlen);
 	case OPT_MAX_CONNECTIONS:
 		if (parse_uint(arg, 2, 4096, &cfg->max_connections))
 			return bad(err, errlen, "max-connections", arg);
@@ -347,6 +355,11 @@ int config_parse(int argc, char **argv, struct agent_config *cfg, char *err,
 		snprintf(err, errlen, "--tls-cert and --tls-key go together");
 		return -1;
 	}
+	if (cfg->tls_client_ca && !cfg->tls_cert) {
+		snprintf(err, errlen, "--tls-client-ca needs --tls-cert: client "
+			 "certificates are asked for over HTTPS only");
+		return -1;
+	}
 	return check_auth(cfg, err, errlen);
 }
 
@@ -358,5 +371,6 @@ void config_free(struct agent_config *cfg)
 		explicit_bzero(cfg->tls_key, strlen(cfg->tls_key));
 	free(cfg->tls_key);
 	free(cfg->tls_cert);
-	cfg->tls_key = cfg->tls_cert = NULL;
+	free(cfg->tls_client_ca);
+	cfg->tls_key = cfg->tls_cert = cfg->tls_client_ca = NULL;
 }

@@ -31,6 +31,8 @@ struct agent_config {
 	char *tls_cert;			/* PEM: serve HTTPS; NULL: HTTP */
 	char *tls_key;			/* PEM, with tls_cert */
 	const char *tls_ca;		/* file to verify https:// peers, or NULL */
+	char *tls_client_ca;		/* PEM: every client must present a
+					 * certificate one of these signed */
 };
 
 /*

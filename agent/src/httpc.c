@@ -12,6 +12,7 @@
 #include "httpc.h"
 
 static char *ca_path;	/* NULL: libcurl's default CA store */
+static char *client_cert, *client_key;	/* PEM, or NULL: none presented */
 
 int httpc_init(const char *ca_file)
 {
@@ -25,10 +26,22 @@ int httpc_init(const char *ca_file)
 	return 0;
 }
 
+int httpc_set_client_cert(const char *cert_pem, const char *key_pem)
+{
+	client_cert = strdup(cert_pem);
+	client_key = strdup(key_pem);
+	return client_cert && client_key ? 0 : -1;
+}
+
 void httpc_cleanup(void)
 {
 	free(ca_path);
 	ca_path = NULL;
+	free(client_cert);
+	if (client_key)
+		explicit_bzero(client_key, strlen(client_key));
+	free(client_key);
+	client_cert = client_key = NULL;
 	curl_global_cleanup();
 }
 
@@ -291,6 +304,23 @@ fail:
 	return NULL;
 }
 
+/* The client certificate and key, from memory (libcurl copies them). */
+static CURLcode set_client_cert(CURL *curl, CURLcode rc)
+{
+	struct curl_blob cert = { client_cert, strlen(client_cert), CURL_BLOB_COPY };
+	struct curl_blob key = { client_key, strlen(client_key), CURL_BLOB_COPY };
+
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+	return rc;
+}
+
 static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 		       const char *method, const char *url,
 		       struct curl_slist *headers, const uint8_t *body,
@@ -333,6 +363,8 @@ static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 	SET(CURLOPT_ERRORBUFFER, x->res->detail);
 	if (ca_path)
 		SET(CURLOPT_CAINFO, ca_path);
+	if (client_cert)
+		rc = set_client_cert(x->curl, rc);
 #undef SET
 	return rc == CURLE_OK ? 0 : -1;
 }

@@ -19,6 +19,11 @@
  * what https:// peers are verified against. Returns 0 or -1.
  */
 int httpc_init(const char *ca_file);
+/*
+ * Then, optionally: the PEM certificate (chain) and key presented to
+ * https:// peers that ask for one (mutual TLS). Copied. Returns 0 or -1.
+ */
+int httpc_set_client_cert(const char *cert_pem, const char *key_pem);
 void httpc_cleanup(void);
 
 int httpc_post(const struct target_url *target, const char *path_query,

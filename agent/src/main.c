@@ -71,7 +71,8 @@ int main(int argc, char **argv)
 	agent.started = time(NULL);
 	caps_probe(&agent.caps);
 	log_startup();
-	if (httpc_init(config.tls_ca)) {
+	if (httpc_init(config.tls_ca) || (config.tls_cert &&
+	    httpc_set_client_cert(config.tls_cert, config.tls_key))) {
 		fprintf(stderr, "sigmig-agent: cannot initialise libcurl\n");
 		config_free(&config);
 		return 1;

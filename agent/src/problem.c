@@ -13,6 +13,7 @@ struct status_title {
 static const struct status_title titles[] = {
 	{ 400, "Bad Request" },
 	{ 401, "Unauthorized" },
+	{ 403, "Forbidden" },
 	{ 404, "Not Found" },
 	{ 405, "Method Not Allowed" },
 	{ 409, "Conflict" },

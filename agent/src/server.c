@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 
 #include "caps.h"
@@ -256,11 +258,49 @@ static enum MHD_Result refuse_media_type(struct request *req)
 			  NULL, NULL);
 }
 
+/*
+ * Mutual TLS (--tls-client-ca): libmicrohttpd asks for a client
+ * certificate but leaves its verification to us. It must chain to one of
+ * those CAs and be meant for clientAuth; 0 when it does, else why not.
+ */
+static int client_cert_refused(struct MHD_Connection *conn, char *why, size_t len)
+{
+	gnutls_typed_vdata_st purpose = { .type = GNUTLS_DT_KEY_PURPOSE_OID,
+					  .data = (void *)GNUTLS_KP_TLS_WWW_CLIENT };
+	const union MHD_ConnectionInfo *ci;
+	unsigned int status = 0, n = 0;
+	gnutls_datum_t text;
+	gnutls_session_t s;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	s = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	if (!s || gnutls_certificate_type_get(s) != GNUTLS_CRT_X509 ||
+	    !gnutls_certificate_get_peers(s, &n) || !n) {
+		snprintf(why, len, "this agent needs a client certificate (mutual TLS)");
+		return -1;
+	}
+	if (gnutls_certificate_verify_peers(s, &purpose, 1, &status) < 0 || status) {
+		if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509,
+								 &text, 0) == 0) {
+			snprintf(why, len, "client certificate refused: %s", text.data);
+			gnutls_free(text.data);
+		} else {
+			snprintf(why, len, "client certificate refused");
+		}
+		return -1;
+	}
+	return 0;
+}
+
 /* First call: everything decidable from the request line and headers. */
 static enum MHD_Result on_headers(struct request *req)
 {
-	char allow[64], detail[96];
+	char allow[64], detail[160];
 
+	if (agent.cfg->tls_client_ca &&
+	    client_cert_refused(req->conn, detail, sizeof(detail)))
+		return send_error(req, 403, "client_certificate_required", detail,
+				  NULL, NULL);
 	if (!req->route)
 		return send_error(req, 404, "not_found", "no such endpoint",
 				  NULL, NULL);
@@ -419,7 +459,7 @@ int server_start(void)
 		log_error("--tls-cert: this libmicrohttpd has no TLS support");
 		return -1;
 	}
-	/* Without TLS the two key options end the list early. */
+	/* Without TLS (or mutual TLS) the options end the list early. */
 	daemon_handle = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 		MHD_USE_ERROR_LOG | MHD_USE_ITC | (cfg->tls_cert ? MHD_USE_TLS : 0),
@@ -433,6 +473,8 @@ int server_start(void)
 		cfg->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
 		cfg->tls_cert,
 		MHD_OPTION_HTTPS_MEM_KEY, cfg->tls_key,
+		cfg->tls_client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END,
+		cfg->tls_client_ca,
 		MHD_OPTION_END);
 	if (!daemon_handle) {
 		log_error("cannot listen on %s:%u", cfg->listen_addr, cfg->port);

@@ -522,6 +522,57 @@ static void test_tls(const char *url, const char *ca, const char *wrong_ca)
 	   res.detail);
 }
 
+/* The whole of a small file, or NULL. */
+static char *slurp(const char *path)
+{
+	char *buf = calloc(1, 65536);
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f && buf)
+		n = fread(buf, 1, 65535, f);
+	if (f)
+		fclose(f);
+	if (!n) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * A peer that asks for client certificates (--tls-client-ca): refused
+ * (403) until the client presents its certificate, answered after.
+ */
+static void test_mtls(const char *url, const char *ca, const char *cert_file,
+		      const char *key_file)
+{
+	char *cert = slurp(cert_file), *key = slurp(key_file);
+	struct target_url t;
+	struct http_result res;
+	struct verror verr;
+
+	ok(parse_target_url(url, &t, &verr) == 0 && t.tls && cert && key,
+	   "%s is an https target; the certificate and key are read", url);
+	httpc_cleanup();
+	httpc_init(ca);
+	ok(httpc_request("GET", &t, "/v1/health", NULL, "application/json", NULL, 0,
+			 5000, 2000, &res) == 0 && res.status == 403 && res.body &&
+	   strstr(res.body, "\"client_certificate_required\""),
+	   "no client certificate: 403 client_certificate_required (%u %s)",
+	   res.status, res.failed_phase ? res.detail : "");
+	http_result_free(&res);
+	ok(httpc_set_client_cert(cert ? cert : "", key ? key : "") == 0,
+	   "the client certificate is set");
+	ok(httpc_request("GET", &t, "/v1/health", NULL, "application/json", NULL, 0,
+			 5000, 2000, &res) == 0 && res.status == 200,
+	   "with the agent's certificate as client certificate: %u %s", res.status,
+	   res.failed_phase ? res.detail : "");
+	http_result_free(&res);
+	free(cert);
+	free(key);
+}
+
 int main(int argc, char **argv)
 {
 	test_valid_replies();
@@ -538,6 +589,8 @@ int main(int argc, char **argv)
 	test_unreachable();
 	if (argc == 5 && !strcmp(argv[1], "--tls"))
 		test_tls(argv[2], argv[3], argv[4]);
+	if (argc == 6 && !strcmp(argv[1], "--mtls"))
+		test_mtls(argv[2], argv[3], argv[4], argv[5]);
 	httpc_cleanup();
 	return tap_done();
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # HTTPS on both sides of the agent, on the host (TAP): the server through
 # libmicrohttpd's TLS with a certificate made for the run, the client
-# (httpc, libcurl) verified against the run's CA and refused with another.
+# (httpc, libcurl) verified against the run's CA and refused with another;
+# then mutual TLS (--tls-client-ca): client certificates asked and checked.
 # Usage: tls.sh AGENT_BINARY TEST_HTTPC_BINARY
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,9 +79,63 @@ rc=$?
 tail -n 4 "$work/httpc.tap" | head -n 3 | diag
 tap_output "$rc" "the agent's own client: HTTPS to the agent verified with the CA, refused with another, no status over plain HTTP" "$(cat "$work/httpc.tap")"
 
-kill -TERM "$agent_pid"
-rc=0
-wait "$agent_pid" || rc=$?
-agent_pid=""
-tap_output "$rc" "the agent stops cleanly (exit $rc; sanitizers would fail it)" "$(tail -n 20 "$work/agent.log")"
+stop_agent() {	# LOG
+	local rc=0
+	kill -TERM "$agent_pid"
+	wait "$agent_pid" || rc=$?
+	agent_pid=""
+	tap_output "$rc" "the agent stops cleanly (exit $rc; sanitizers would fail it)" "$(tail -n 20 "$1")"
+}
+stop_agent "$work/agent.log"
+
+# Mutual TLS: --tls-client-ca asks every client for a certificate for
+# clientAuth signed by those CAs, and refuses any request without one.
+refused "--tls-client-ca without --tls-cert is refused" "needs --tls-cert" \
+	--tls-client-ca "$pki/ca.pem"
+(
+	umask 077
+	cd "$pki" && pki_ca stranger-ca sigmig-stranger-ca &&
+		pki_leaf stranger stranger-ca sigmig-stranger "extendedKeyUsage=clientAuth"
+) || tap 1 "a stranger's client certificate made at run time"
+"${agent[@]}" --tls-cert "$pki/agent.pem" --tls-key "$pki/agent.key" \
+	--tls-client-ca "$pki/ca.pem" >>"$work/agent-mtls.log" 2>&1 &
+agent_pid=$!
+for _ in $(seq 1 100); do
+	curl -s -m 2 --cacert "$pki/ca.pem" -o /dev/null "$url/v1/health" && break
+	sleep 0.1
+done
+# mtls_reply NAME CURL_ARGS...: the status and code of GET /v1/health, the
+# reply checked against docs/openapi.yaml
+mtls_reply() {
+	local name=$1 status
+	shift
+	status=$(curl -s -m 5 --cacert "$pki/ca.pem" -D "$work/$name.h" -o "$work/$name.json" \
+		-w '%{http_code}' "$@" "$url/v1/health")
+	echo "$status $(jq -r '.code // .status' "$work/$name.json" 2>/dev/null)"
+}
+conforms() {	# NAME STATUS
+	/usr/bin/python3 "$HERE/../orchestrate/lib/openapi_check.py" reply GET /v1/health "$2" \
+		--body "$work/$1.json" --headers "$work/$1.h" >/dev/null 2>&1
+}
+got=$(mtls_reply none)
+[ "$got" = "403 client_certificate_required" ] && conforms none 403
+tap $? "mutual TLS, no client certificate: $got, as docs/openapi.yaml says ($(jq -r .detail "$work/none.json" 2>/dev/null))"
+got=$(mtls_reply operator --cert "$pki/client.pem" --key "$pki/client.key")
+[ "$got" = "200 ok" ] && conforms operator 200
+tap $? "an operator's certificate from the CA: $got"
+got=$(mtls_reply peer --cert "$pki/agent.pem" --key "$pki/agent.key")
+[ "$got" = "200 ok" ]
+tap $? "an agent's own certificate (serverAuth and clientAuth): $got"
+got=$(mtls_reply stranger --cert "$pki/stranger.pem" --key "$pki/stranger.key")
+[ "$got" = "403 client_certificate_required" ] && grep -q "issuer is unknown" "$work/stranger.json"
+tap $? "a certificate another CA signed: $got ($(jq -r .detail "$work/stranger.json" 2>/dev/null))"
+code=$(curl -s -m 5 --cacert "$pki/ca.pem" --cert "$pki/stranger.pem" --key "$pki/stranger.key" \
+	-o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$work/token")" "$url/v1/workloads")
+[ "$code" = 403 ]
+tap $? "the token does not replace the certificate: GET /v1/workloads with it is $code"
+"$TEST_HTTPC" --mtls "$url" "$pki/ca.pem" "$pki/agent.pem" "$pki/agent.key" >"$work/mtls.tap" 2>&1
+rc=$?
+tail -n 4 "$work/mtls.tap" | head -n 3 | diag
+tap_output "$rc" "the agent's own client: refused without a certificate, answered with its own" "$(cat "$work/mtls.tap")"
+stop_agent "$work/agent-mtls.log"
 tap_done

@@ -21,7 +21,8 @@ routes   every operation, one line each: METHOD PATH bearer|open (bearer
 
 A reply conforms when its path and method are an operation of the spec (an
 unknown path must be the spec's x-sigmig-fallback unknown-path reply, an
-unknown method its unknown-method reply), its status is one the operation
+unknown method its unknown-method reply, a refused client certificate its
+client-certificate reply), its status is one the operation
 lists, its Content-Type one of that response's media types, its documented
 headers are present, and a JSON body validates against the response schema
 ($refs resolved, JSON Schema 2020-12). Run it with Debian's /usr/bin/python3
@@ -159,6 +160,12 @@ def check_reply(spec, r):
     path = r.path.split("?", 1)[0]
     template, item = spec.route(path)
     method = r.method.lower()
+    if r.status == "403" and b"client_certificate_required" in (r.body or b""):
+        key = "%s (no client certificate) %s" % (r.method, r.status)
+        return key, check_response(spec, r, "client-certificate",
+                                   spec.fallback.get("client-certificate"),
+                                   "a request without a valid client certificate",
+                                   expect_body=method != "head")
     if item is None:
         key = "%s (unknown path) %s" % (r.method, r.status)
         return key, check_response(spec, r, "unknown-path", spec.fallback.get("unknown-path"),

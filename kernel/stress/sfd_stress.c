@@ -109,6 +109,7 @@ static atomic_long st_preads, st_peeked, st_dequeued, st_handled, st_waited;
 static atomic_long st_sent, st_send_eagain, st_timers_created;
 static atomic_long st_timers_deleted, st_flushes, st_mask_changes;
 static atomic_long st_churn_threads, st_forks, st_full_walks, st_short_walks;
+static atomic_long st_peek_gave_up;
 static atomic_ulong st_max_pread_ns;
 
 struct slot {
@@ -344,6 +345,15 @@ static void check_peek(const uint8_t *buf, ssize_t n, size_t asked,
 	struct rec r;
 	ssize_t i;
 
+	/*
+	 * A peek whose resume entry keeps being dequeued gives up after a few
+	 * restarts (EAGAIN, signalfd.2): the dequeuers here do exactly that,
+	 * now and then. Counted, and bounded below; anything else is a bug.
+	 */
+	if (n < 0 && errno == EAGAIN) {
+		atomic_fetch_add(&st_peek_gave_up, 1);
+		return;
+	}
 	if (n < 0) {
 		report(E_SYSCALL, "%s pread: %s", what, strerror(errno));
 		return;
@@ -1374,10 +1384,12 @@ int main(int argc, char **argv)
 	print_stats(now_s() - t0);
 	for (i = 0; i < nerr_msgs; i++)
 		tap_diag("%s", err_msgs[i]);
-	tap_result(!errors[E_TORN] && !errors[E_SYSCALL],
-		   "every record read is well formed (%ld peeked, %ld dequeued; %ld torn, %ld syscall errors)",
+	tap_result(!errors[E_TORN] && !errors[E_SYSCALL] &&
+		   atomic_load(&st_peek_gave_up) * 100 <= atomic_load(&st_preads),
+		   "every record read is well formed (%ld peeked, %ld dequeued; %ld torn, %ld syscall errors; %ld of %ld preads gave up with EAGAIN, at most 1%% may)",
 		   atomic_load(&st_peeked), atomic_load(&st_dequeued),
-		   atomic_load(&errors[E_TORN]), atomic_load(&errors[E_SYSCALL]));
+		   atomic_load(&errors[E_TORN]), atomic_load(&errors[E_SYSCALL]),
+		   atomic_load(&st_peek_gave_up), atomic_load(&st_preads));
 	tap_result(!errors[E_MASK], "the fd's mask is honoured, across signalfd4() mask changes (%ld violations)",
 		   atomic_load(&errors[E_MASK]));
 	tap_result(!errors[E_QUEUE], "no record of the other queue or another thread (%ld)",

@@ -292,15 +292,66 @@ static int client_cert_refused(struct MHD_Connection *conn, char *why, size_t le
 	return 0;
 }
 
+/*
+ * libmicrohttpd answers a request line or headers that overflow its
+ * per-connection buffer itself, with an HTML page. The buffer is made
+ * larger than these limits, so that the agent refuses what passes them
+ * with a problem document; only a request over REQUEST_BUFFER gets the
+ * library's page.
+ */
+#define REQUEST_BUFFER	(256 << 10)
+#define TARGET_MAX	(8u << 10)	/* path and query, as decoded */
+#define HEADERS_MAX	(16u << 10)	/* names and values */
+
+static enum MHD_Result add_size(void *cls, enum MHD_ValueKind kind,
+				const char *key, const char *value)
+{
+	size_t *n = cls;
+
+	(void)kind;
+	*n += strlen(key) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+static size_t values_size(struct MHD_Connection *conn, enum MHD_ValueKind kind)
+{
+	size_t n = 0;
+
+	MHD_get_connection_values(conn, kind, add_size, &n);
+	return n;
+}
+
+/* True when the request line or the headers passed their limit: @ret is the answer's. */
+static bool refused_oversized(struct request *req, const char *url, enum MHD_Result *ret)
+{
+	char detail[96];
+
+	if (strlen(url) + values_size(req->conn, MHD_GET_ARGUMENT_KIND) > TARGET_MAX) {
+		snprintf(detail, sizeof(detail), "the path and query exceed %u bytes",
+			 TARGET_MAX);
+		*ret = send_error(req, 414, "uri_too_long", detail, NULL, NULL);
+		return true;
+	}
+	if (values_size(req->conn, MHD_HEADER_KIND) > HEADERS_MAX) {
+		snprintf(detail, sizeof(detail), "the headers exceed %u bytes", HEADERS_MAX);
+		*ret = send_error(req, 431, "headers_too_large", detail, NULL, NULL);
+		return true;
+	}
+	return false;
+}
+
 /* First call: everything decidable from the request line and headers. */
-static enum MHD_Result on_headers(struct request *req)
+static enum MHD_Result on_headers(struct request *req, const char *url)
 {
 	char allow[64], detail[160];
+	enum MHD_Result ret;
 
 	if (agent.cfg->tls_client_ca &&
 	    client_cert_refused(req->conn, detail, sizeof(detail)))
 		return send_error(req, 403, "client_certificate_required", detail,
 				  NULL, NULL);
+	if (refused_oversized(req, url, &ret))
+		return ret;
 	if (!req->route)
 		return send_error(req, 404, "not_found", "no such endpoint",
 				  NULL, NULL);
@@ -385,7 +436,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		if (!req)
 			return MHD_NO;
 		*con_cls = req;
-		return on_headers(req);
+		return on_headers(req, url);
 	}
 	if (req->answered) {
 		*upload_data_size = 0;
@@ -469,6 +520,7 @@ int server_start(void)
 		MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_client,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)REQUEST_BUFFER,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		cfg->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
 		cfg->tls_cert,

@@ -22,7 +22,8 @@ routes   every operation, one line each: METHOD PATH bearer|open (bearer
 A reply conforms when its path and method are an operation of the spec (an
 unknown path must be the spec's x-sigmig-fallback unknown-path reply, an
 unknown method its unknown-method reply, a refused client certificate its
-client-certificate reply), its status is one the operation
+client-certificate reply, an oversized request line or headers its
+uri-too-long or headers-too-large reply), its status is one the operation
 lists, its Content-Type one of that response's media types, its documented
 headers are present, and a JSON body validates against the response schema
 ($refs resolved, JSON Schema 2020-12). Run it with Debian's /usr/bin/python3
@@ -155,6 +156,10 @@ class Reply:
         return "%s %s %s" % (self.method, self.path, self.status)
 
 
+# Statuses any path answers before routing (x-sigmig-fallback), by key.
+OVERSIZED = {"414": "uri-too-long", "431": "headers-too-large"}
+
+
 def check_reply(spec, r):
     """(class key, [problems]) for one reply."""
     path = r.path.split("?", 1)[0]
@@ -165,6 +170,12 @@ def check_reply(spec, r):
         return key, check_response(spec, r, "client-certificate",
                                    spec.fallback.get("client-certificate"),
                                    "a request without a valid client certificate",
+                                   expect_body=method != "head")
+    if r.status in OVERSIZED:
+        key = "%s (oversized request) %s" % (r.method, r.status)
+        return key, check_response(spec, r, OVERSIZED[r.status],
+                                   spec.fallback.get(OVERSIZED[r.status]),
+                                   "an oversized request line or headers",
                                    expect_body=method != "head")
     if item is None:
         key = "%s (unknown path) %s" % (r.method, r.status)

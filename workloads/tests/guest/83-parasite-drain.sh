@@ -24,15 +24,6 @@ same_dirs() {
 	for f in "$1"/*.bin; do cmp -s "$f" "$2/${f##*/}" || return 1; done
 }
 
-parasite() {	# LOG ARGS...
-	log=$1
-	shift
-	timeout 120 sigmig-peek-parasite "$@" "$PID" >"$WORK/$log.out" 2>"$WORK/$log.err"
-	rc=$?
-	[ "$rc" -eq 0 ] || tail -n 10 "$WORK/$log.err" | while read -r line; do note "$line"; done
-	return "$rc"
-}
-
 start_peek_target "$COUNT" "$THREADS"
 ok $? "peek-target queued its signals: $(head -n 1 "$WORK/state" 2>/dev/null)"
 pending_before=$(grep -h -E '^(SigPnd|ShdPnd)' /proc/"$PID"/task/*/status | sort | tr '\n' ' ')

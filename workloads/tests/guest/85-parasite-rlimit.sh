@@ -14,15 +14,6 @@ THREADS=3
 LIMIT=700
 rm -rf "$WORK" && mkdir -p "$WORK/drained"
 
-parasite() {	# LOG ARGS...
-	log=$1
-	shift
-	timeout 120 sigmig-peek-parasite "$@" "$PID" >"$WORK/$log.out" 2>"$WORK/$log.err"
-	rc=$?
-	[ "$rc" -eq 0 ] || tail -n 5 "$WORK/$log.err" | while read -r line; do note "$line"; done
-	return "$rc"
-}
-
 # the records queued for the target's user, and its RLIMIT_SIGPENDING soft limit
 queued() { sed -n 's/^SigQ:[[:space:]]*\([0-9]*\)\/.*/\1/p' /proc/"$PID"/status; }
 soft_limit() { awk '/^Max pending signals/ { print $4 }' /proc/"$PID"/limits; }

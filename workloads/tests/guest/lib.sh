@@ -94,6 +94,17 @@ start_sender() {
 	track "$SENDER_PID"
 }
 
+# parasite LOG ARGS...: sigmig-peek-parasite ARGS on $PID, its stdout and
+# stderr in $WORK/LOG.out and .err; on failure the last lines as notes
+parasite() {	# LOG ARGS...
+	log=$1
+	shift
+	timeout 120 sigmig-peek-parasite "$@" "$PID" >"$WORK/$log.out" 2>"$WORK/$log.err"
+	rc=$?
+	[ "$rc" -eq 0 ] || tail -n 10 "$WORK/$log.err" | while read -r line; do note "$line"; done
+	return "$rc"
+}
+
 # start_peek_target COUNT THREADS [TIMERS]: a plain program (no runtime)
 # with its signals queued in every thread and process-wide (and TIMERS
 # timer signals pending), in $WORK; sets PID

@@ -160,22 +160,23 @@ class Reply:
 OVERSIZED = {"414": "uri-too-long", "431": "headers-too-large"}
 
 
+def before_routing(r):
+    """The x-sigmig-fallback key of a reply given before routing, or None."""
+    if r.status == "403" and b"client_certificate_required" in (r.body or b""):
+        return "client-certificate"
+    return OVERSIZED.get(r.status)
+
+
 def check_reply(spec, r):
     """(class key, [problems]) for one reply."""
     path = r.path.split("?", 1)[0]
     template, item = spec.route(path)
     method = r.method.lower()
-    if r.status == "403" and b"client_certificate_required" in (r.body or b""):
-        key = "%s (no client certificate) %s" % (r.method, r.status)
-        return key, check_response(spec, r, "client-certificate",
-                                   spec.fallback.get("client-certificate"),
-                                   "a request without a valid client certificate",
-                                   expect_body=method != "head")
-    if r.status in OVERSIZED:
-        key = "%s (oversized request) %s" % (r.method, r.status)
-        return key, check_response(spec, r, OVERSIZED[r.status],
-                                   spec.fallback.get(OVERSIZED[r.status]),
-                                   "an oversized request line or headers",
+    fallback = before_routing(r)
+    if fallback:
+        key = "%s (%s) %s" % (r.method, fallback, r.status)
+        return key, check_response(spec, r, fallback, spec.fallback.get(fallback),
+                                   "a request refused before routing (%s)" % fallback,
                                    expect_body=method != "head")
     if item is None:
         key = "%s (unknown path) %s" % (r.method, r.status)

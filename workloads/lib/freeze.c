@@ -328,18 +328,22 @@ static int freeze_signal(pid_t pid, pid_t tid, unsigned int threads_left)
 	return syscall(SYS_tgkill, pid, tid, SIGMIG_FREEZE_SIGNAL) ? -errno : 0;
 }
 
-/* Whether the kernel still holds a freeze signal for thread @tid. */
+/* Whether the kernel still holds a freeze signal for thread @tid (its queue or the process's). */
 static int freeze_signal_pending(pid_t tid)
 {
+	static const char *const keys[] = { "\nSigPnd:", "\nShdPnd:" };
 	char buf[2048], *p;
+	unsigned int k;
 
 	if (read_task_file(tid, "status", buf, sizeof(buf)) <= 0)
 		return 0;
-	p = strstr(buf, "\nShdPnd:");
-	if (p && strtoull(p + 8, NULL, 16) & (1ull << (SIGMIG_FREEZE_SIGNAL - 1)))
-		return 1;
-	p = strstr(buf, "\nSigPnd:");
-	return p && strtoull(p + 8, NULL, 16) & (1ull << (SIGMIG_FREEZE_SIGNAL - 1));
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		p = strstr(buf, keys[k]);
+		if (p && strtoull(p + strlen(keys[k]), NULL, 16) &
+			 (1ull << (SIGMIG_FREEZE_SIGNAL - 1)))
+			return 1;
+	}
+	return 0;
 }
 
 /*

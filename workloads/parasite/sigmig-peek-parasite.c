@@ -118,6 +118,26 @@ static long long now_us(void)
 	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+/* The line of /proc/@pid/status that starts with @key, into @line; 0 or -1. */
+static int status_line(int pid, const char *key, char *line, size_t len)
+{
+	char path[64];
+	int ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, (int)len, f))
+		if (!strncmp(line, key, strlen(key))) {
+			ret = 0;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
 /*
  * The tid thread @tid has in its own PID namespace (the last NSpid field):
  * records are filed under it, so that a process CRIU restored into a new
@@ -125,25 +145,14 @@ static long long now_us(void)
  */
 static int own_tid(int tid)
 {
-	char path[64], line[256];
+	char line[256], *last;
 	int own = tid;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return tid;
-	while (fgets(line, sizeof(line), f)) {
-		char *last;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
+	if (!status_line(tid, "NSpid:", line, sizeof(line))) {
 		last = strrchr(line, '\t');
 		if (last)
 			own = atoi(last + 1);
-		break;
 	}
-	fclose(f);
 	return own > 0 ? own : tid;
 }
 
@@ -376,18 +385,12 @@ static unsigned long records_to_requeue(const struct thread *th, int nr)
 /* The signals queued for the user of @pid ("SigQ: queued/limit"), or -1. */
 static long queued_for_user(int pid)
 {
-	char path[64], line[256];
-	long queued = -1;
-	FILE *f;
+	char line[256];
+	long queued;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (status_line(pid, "SigQ:", line, sizeof(line)) ||
+	    sscanf(line, "SigQ: %ld/", &queued) != 1)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "SigQ: %ld/", &queued) == 1)
-			break;
-	fclose(f);
 	return queued;
 }
 

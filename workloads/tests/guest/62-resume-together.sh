@@ -10,8 +10,13 @@ SOCK2=/run/sigmig/resume-together-restored.sock
 resume-together --ctl "$SOCK" --state "$WORK/state" --go "$WORK/go" 2>>"$WORK/err" &
 PID=$!
 track "$PID"
-wait_until 20 status_is "$SOCK" running
-ok $? "resume-together running (pid $PID)"
+# "running" comes as the runtime starts, before its two threads have
+# registered: a FREEZE then would leave a late one out of it
+both_registered() {
+	sigmig-ctl "$SOCK" STATUS 2>/dev/null | grep -q '"index":0,.*"index":1,'
+}
+wait_until 20 both_registered
+ok $? "resume-together running with both threads registered (pid $PID)"
 reply=$(sigmig-ctl "$SOCK" FREEZE)
 ok $? "FREEZE: $reply"
 touch "$WORK/go"

@@ -266,28 +266,22 @@ static ssize_t read_line(int fd, uint64_t deadline, struct inbuf *in)
 	return nl - in->data;
 }
 
-static int read_image(int fd, uint64_t deadline, const uint8_t *head,
-		      size_t head_len, uint64_t size, struct sigmig_ctl_reply *reply)
+/* The image's bytes that came with the line become the stream's first. */
+static int stream_start(struct sigmig_ctl_stream *s, const uint8_t *head,
+			size_t head_len, uint64_t size)
 {
-	size_t have, got;
-	int err;
-
 	if (head_len > size)
 		return -EPROTO;
-	reply->image = malloc(size ? size : 1);
-	if (!reply->image)
+	s->size = size;
+	s->head = malloc(head_len ? head_len : 1);
+	if (!s->head)
 		return -ENOMEM;
-	reply->image_len = size;
-	memcpy(reply->image, head, head_len);
-	for (have = head_len; have < size; have += got) {
-		err = recv_some(fd, reply->image + have, size - have, deadline, &got);
-		if (err)
-			return err;
-	}
+	memcpy(s->head, head, head_len);
+	s->head_len = head_len;
 	return 0;
 }
 
-static int exchange(int fd, const char *verb, uint64_t deadline,
+static int exchange(struct sigmig_ctl_stream *s, const char *verb,
 		    struct sigmig_ctl_reply *reply)
 {
 	struct inbuf in = { 0 };
@@ -298,10 +292,10 @@ static int exchange(int fd, const char *verb, uint64_t deadline,
 	int ret;
 
 	snprintf(request, sizeof(request), "%s\n", verb);
-	ret = send_all(fd, request, strlen(request), deadline);
+	ret = send_all(s->fd, request, strlen(request), s->deadline);
 	if (ret)
 		return ret;
-	line_len = read_line(fd, deadline, &in);
+	line_len = read_line(s->fd, s->deadline, &in);
 	if (line_len < 0) {
 		free(in.data);
 		return (int)line_len;
@@ -313,23 +307,92 @@ static int exchange(int fd, const char *verb, uint64_t deadline,
 		return extra ? -EPROTO : 0;
 	if (ret)
 		return ret;
-	return read_image(fd, deadline, in.data + line_len + 1, extra, size, reply);
+	return stream_start(s, in.data + line_len + 1, extra, size);
+}
+
+int sigmig_ctl_open(const char *sock_path, const char *verb, int timeout_ms,
+		    struct sigmig_ctl_reply *reply, struct sigmig_ctl_stream *s)
+{
+	int ret;
+
+	memset(reply, 0, sizeof(*reply));
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	if (!verb[0] || strlen(verb) > VERB_MAX || strpbrk(verb, "\r\n"))
+		return -EINVAL;
+	s->deadline = sigmig_deadline(timeout_ms);
+	s->fd = connect_unix(sock_path, s->deadline);
+	if (s->fd < 0) {
+		ret = s->fd;
+		s->fd = -1;
+		return ret;
+	}
+	ret = exchange(s, verb, reply);
+	if (ret) {
+		sigmig_ctl_close(s);
+		sigmig_ctl_reply_free(reply);
+	}
+	return ret;
+}
+
+ssize_t sigmig_ctl_read(struct sigmig_ctl_stream *s, uint8_t *buf, size_t len)
+{
+	uint64_t left = s->size - s->done;
+	size_t n = len < left ? len : (size_t)left;
+	int err;
+
+	if (!n)
+		return 0;
+	if (s->head_off < s->head_len) {
+		if (n > s->head_len - s->head_off)
+			n = s->head_len - s->head_off;
+		memcpy(buf, s->head + s->head_off, n);
+		s->head_off += n;
+	} else {
+		err = recv_some(s->fd, buf, n, s->deadline, &n);
+		if (err)
+			return err;
+	}
+	s->done += n;
+	return (ssize_t)n;
+}
+
+void sigmig_ctl_close(struct sigmig_ctl_stream *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->head);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+}
+
+static int read_image(struct sigmig_ctl_stream *s, struct sigmig_ctl_reply *reply)
+{
+	ssize_t got;
+
+	reply->image = malloc(s->size ? s->size : 1);
+	if (!reply->image)
+		return -ENOMEM;
+	reply->image_len = s->size;
+	while (s->done < s->size) {
+		got = sigmig_ctl_read(s, reply->image + s->done, s->size - s->done);
+		if (got < 0)
+			return (int)got;
+	}
+	return 0;
 }
 
 int sigmig_ctl_request(const char *sock_path, const char *verb, int timeout_ms,
 		       struct sigmig_ctl_reply *reply)
 {
-	uint64_t deadline = sigmig_deadline(timeout_ms);
-	int fd, ret;
+	struct sigmig_ctl_stream s;
+	int ret;
 
-	memset(reply, 0, sizeof(*reply));
-	if (!verb[0] || strlen(verb) > VERB_MAX || strpbrk(verb, "\r\n"))
-		return -EINVAL;
-	fd = connect_unix(sock_path, deadline);
-	if (fd < 0)
-		return fd;
-	ret = exchange(fd, verb, deadline, reply);
-	close(fd);
+	ret = sigmig_ctl_open(sock_path, verb, timeout_ms, reply, &s);
+	if (ret)
+		return ret;
+	ret = s.head ? read_image(&s, reply) : 0;
+	sigmig_ctl_close(&s);
 	if (ret)
 		sigmig_ctl_reply_free(reply);
 	return ret;

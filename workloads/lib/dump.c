@@ -341,45 +341,49 @@ static int dump_unqueued(struct sigmig_image *img, struct sigmig_siginfo **owned
 	return ret;
 }
 
-int sigmig_dump(uint8_t **out, size_t *len, uint64_t *nsignals, int keep,
-		char *err, size_t errlen)
+void sigmig_dump_release(struct sigmig_dump *d, int keep)
 {
-	struct sigmig_siginfo **owned = NULL;
-	struct sigmig_image img;
-	struct rawbuf shared = { 0 };
 	uint32_t k;
+
+	if (keep)
+		keep_dumped(&d->shared);
+	for (k = 0; d->owned && k <= d->img.nthreads; k++)
+		free(d->owned[k]);
+	free(d->owned);
+	free(d->img.threads);	/* other queue entries belong to the peek buffers */
+	free(d->img.timers);
+	sigmig_rawbuf_free(&d->shared);
+	free_thread_peeks();
+	memset(d, 0, sizeof(*d));
+}
+
+int sigmig_dump_take(struct sigmig_dump *d, char *err, size_t errlen)
+{
 	int ret;
 
-	memset(&img, 0, sizeof(img));
+	memset(d, 0, sizeof(*d));
 	ret = peek_threads(err, errlen);
 	if (!ret)
-		ret = peek_shared(&shared, err, errlen);
+		ret = peek_shared(&d->shared, err, errlen);
 	if (!ret)
-		ret = fill_state(&img, err, errlen);
+		ret = fill_state(&d->img, err, errlen);
 	if (ret)
-		goto out;
-	img.shared.count = (uint32_t)shared.count;
-	img.shared.entries = (struct sigmig_siginfo *)shared.data;
-	owned = calloc((size_t)img.nthreads + 1, sizeof(*owned));
-	ret = owned ? dump_unqueued(&img, owned) : -ENOMEM;
+		goto fail;
+	d->img.shared.count = (uint32_t)d->shared.count;
+	d->img.shared.entries = (struct sigmig_siginfo *)d->shared.data;
+	d->owned = calloc((size_t)d->img.nthreads + 1, sizeof(*d->owned));
+	ret = d->owned ? dump_unqueued(&d->img, d->owned) : -ENOMEM;
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		goto fail;
 	}
-	*nsignals = sigmig_image_pending_total(&img);
-	ret = sigmig_image_encode(&img, out, len);
-	if (ret)
-		snprintf(err, errlen, "encoding the image: %s", strerror(-ret));
-	else if (keep)
-		keep_dumped(&shared);
-out:
-	for (k = 0; owned && k <= img.nthreads; k++)
-		free(owned[k]);
-	free(owned);
-	free(img.threads);	/* other queue entries belong to the peek buffers */
-	free(img.timers);
-	sigmig_rawbuf_free(&shared);
-	free_thread_peeks();
+	d->nsignals = sigmig_image_pending_total(&d->img);
+	ret = sigmig_image_encoded_size(&d->img, &d->size);
+	if (!ret)
+		return 0;
+	snprintf(err, errlen, "encoding the image: %s", strerror(-ret));
+fail:
+	sigmig_dump_release(d, 0);
 	return ret;
 }
 

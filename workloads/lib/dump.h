@@ -10,13 +10,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sigmig/image.h>
+
+#include "peek.h"
+
+/* The queues and state of a parked process, ready to be encoded. */
+struct sigmig_dump {
+	struct sigmig_image img;	/* its queues point into the peeks */
+	struct rawbuf shared;
+	struct sigmig_siginfo **owned;	/* per queue: its unqueued records */
+	uint64_t nsignals;
+	uint64_t size;			/* of the encoded image */
+};
+
 /*
- * Every registered thread must be parked (frozen, or held). With @keep the
- * queues taken are kept for sigmig_dump_delta() (a DUMP; a PEEK, which
- * only looks, does not replace them).
+ * Every registered thread must be parked (frozen, or held) from here to
+ * sigmig_dump_release(). Takes every queue and the state that gives the
+ * signals meaning; sigmig_image_encode_to(&d->img, ...) then writes the
+ * image, d->size bytes, without copying the queues first. 0, or -errno
+ * with the reason in @err and nothing to release.
  */
-int sigmig_dump(uint8_t **img, size_t *len, uint64_t *nsignals, int keep,
-		char *err, size_t errlen);
+int sigmig_dump_take(struct sigmig_dump *d, char *err, size_t errlen);
+/*
+ * With @keep the queues taken are kept for sigmig_dump_delta() (a DUMP
+ * that went out whole; a PEEK, which only looks, does not replace them).
+ */
+void sigmig_dump_release(struct sigmig_dump *d, int keep);
 
 /*
  * A DUMP keeps the queues it took until the next FREEZE or THAW

@@ -42,15 +42,20 @@ static void crc_init(void)
 	}
 }
 
-uint32_t sigmig_crc32c(const uint8_t *p, size_t len)
+/* The running register, not inverted: ~0u to start, ~ of it at the end. */
+static uint32_t crc_update(uint32_t c, const uint8_t *p, size_t len)
 {
 	static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-	uint32_t c = ~0u;
 
 	pthread_once(&crc_once, crc_init);
 	while (len--)
 		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
-	return ~c;
+	return c;
+}
+
+uint32_t sigmig_crc32c(const uint8_t *p, size_t len)
+{
+	return ~crc_update(~0u, p, len);
 }
 
 /* ---- little-endian helpers ---- */
@@ -116,13 +121,64 @@ static int encode_check(const struct sigmig_image *img)
 	return check_name(img->program, sizeof(img->program));
 }
 
-static uint8_t *put_queue(uint8_t *p, const struct sigmig_queue *q)
-{
-	size_t n = (size_t)q->count * SI_MAX_SIZE;
+/*
+ * The encoder writes in order, through a sink, so that an image can go
+ * out while it is encoded: the small records are gathered in a chunk, the
+ * queues' records go to the sink from where they lie, a piece at a time,
+ * and the CRC is computed over the bytes just before they leave.
+ */
+#define ENC_CHUNK	(64u << 10)
+#define ENC_PIECE	(256u << 10)	/* of a queue, per sink call */
 
-	if (n)
-		memcpy(p, q->entries, n);
-	return p + n;
+struct encoder {
+	sigmig_image_sink sink;
+	void *arg;
+	uint32_t crc;
+	size_t used;
+	uint8_t chunk[ENC_CHUNK];
+};
+
+static int enc_flush(struct encoder *e)
+{
+	size_t n = e->used;
+
+	if (!n)
+		return 0;
+	e->used = 0;
+	e->crc = crc_update(e->crc, e->chunk, n);
+	return e->sink(e->arg, e->chunk, n);
+}
+
+/* Room for @n (<= ENC_CHUNK) bytes in the chunk, or NULL with *err set. */
+static uint8_t *enc_room(struct encoder *e, size_t n, int *err)
+{
+	uint8_t *p;
+
+	if (e->used + n > ENC_CHUNK) {
+		*err = enc_flush(e);
+		if (*err)
+			return NULL;
+	}
+	p = e->chunk + e->used;
+	memset(p, 0, n);
+	e->used += n;
+	return p;
+}
+
+static int enc_queue(struct encoder *e, const struct sigmig_queue *q)
+{
+	const uint8_t *p = (const uint8_t *)q->entries;
+	size_t left = (size_t)q->count * SI_MAX_SIZE, n;
+	int err = enc_flush(e);
+
+	while (!err && left) {
+		n = left < ENC_PIECE ? left : ENC_PIECE;
+		e->crc = crc_update(e->crc, p, n);
+		err = e->sink(e->arg, p, n);
+		p += n;
+		left -= n;
+	}
+	return err;
 }
 
 static void encode_header(uint8_t *p, const struct sigmig_image *img,
@@ -147,7 +203,23 @@ static void encode_header(uint8_t *p, const struct sigmig_image *img,
 	strncpy((char *)p + 88, img->program, 64);
 }
 
-static uint8_t *encode_timer(uint8_t *p, const struct sigmig_timer *t)
+static void encode_disposition(uint8_t *p, const struct sigmig_disposition *d)
+{
+	put32(p, d->kind);
+	put32(p + 4, d->sa_flags);
+	put64(p + 8, d->sa_mask);
+	strncpy((char *)p + 16, d->handler, SIGMIG_HANDLER_NAME_MAX);
+}
+
+static void encode_thread(uint8_t *p, const struct sigmig_thread *t)
+{
+	put32(p, t->index);
+	put32(p + 4, (uint32_t)t->tid);
+	put64(p + 8, t->blocked);
+	put32(p + 16, t->pending.count);
+}
+
+static void encode_timer(uint8_t *p, const struct sigmig_timer *t)
 {
 	put32(p, (uint32_t)t->id);
 	put32(p + 4, (uint32_t)t->clock);
@@ -158,57 +230,132 @@ static uint8_t *encode_timer(uint8_t *p, const struct sigmig_timer *t)
 	put32(p + 28, (uint32_t)t->overrun);
 	put64(p + 32, (uint64_t)t->interval_ns);
 	put64(p + 40, (uint64_t)t->remaining_ns);
-	return p + TIMER_REC;
+}
+
+static uint64_t threads_len_of(const struct sigmig_image *img)
+{
+	uint64_t len = (uint64_t)img->nthreads * THREAD_REC;
+	uint32_t i;
+
+	for (i = 0; i < img->nthreads; i++)
+		len += (uint64_t)img->threads[i].pending.count * SI_MAX_SIZE;
+	return len;
+}
+
+int sigmig_image_encoded_size(const struct sigmig_image *img, uint64_t *total)
+{
+	int err = encode_check(img);
+
+	if (err)
+		return err;
+	*total = HDR_SIZE + (uint64_t)SIGMIG_NSIG * DISP_REC +
+		 threads_len_of(img) + (uint64_t)img->ntimers * TIMER_REC +
+		 (uint64_t)img->shared.count * SI_MAX_SIZE + TRAILER;
+	return *total > SIZE_MAX ? -E2BIG : 0;
+}
+
+/* Header, dispositions and thread records: everything before the queues. */
+static int encode_front(struct encoder *e, const struct sigmig_image *img,
+			uint64_t total)
+{
+	uint8_t *p;
+	uint32_t i;
+	int err = 0;
+
+	p = enc_room(e, HDR_SIZE, &err);
+	if (p)
+		encode_header(p, img, threads_len_of(img), total);
+	for (i = 0; p && i < SIGMIG_NSIG; i++) {
+		p = enc_room(e, DISP_REC, &err);
+		if (p)
+			encode_disposition(p, &img->dispositions[i]);
+	}
+	for (i = 0; p && i < img->nthreads; i++) {
+		p = enc_room(e, THREAD_REC, &err);
+		if (p)
+			encode_thread(p, &img->threads[i]);
+	}
+	return err;
+}
+
+static int encode_rest(struct encoder *e, const struct sigmig_image *img)
+{
+	uint8_t *p;
+	uint32_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < img->nthreads; i++)
+		err = enc_queue(e, &img->threads[i].pending);
+	for (i = 0; !err && i < img->ntimers; i++) {
+		p = enc_room(e, TIMER_REC, &err);
+		if (p)
+			encode_timer(p, &img->timers[i]);
+	}
+	if (!err)
+		err = enc_queue(e, &img->shared);
+	if (err)
+		return err;
+	put32(e->chunk, ~e->crc);	/* the trailer: not part of its own CRC */
+	return e->sink(e->arg, e->chunk, TRAILER);
+}
+
+int sigmig_image_encode_to(const struct sigmig_image *img,
+			   sigmig_image_sink sink, void *arg)
+{
+	struct encoder *e;
+	uint64_t total;
+	int err;
+
+	err = sigmig_image_encoded_size(img, &total);
+	if (err)
+		return err;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->sink = sink;
+	e->arg = arg;
+	e->crc = ~0u;
+	e->used = 0;
+	err = encode_front(e, img, total);
+	if (!err)
+		err = encode_rest(e, img);
+	free(e);
+	return err;
+}
+
+struct memory_sink {
+	uint8_t *buf;
+	size_t used;
+};
+
+static int to_memory(void *arg, const uint8_t *p, size_t len)
+{
+	struct memory_sink *m = arg;
+
+	memcpy(m->buf + m->used, p, len);
+	m->used += len;
+	return 0;
 }
 
 int sigmig_image_encode(const struct sigmig_image *img, uint8_t **out,
 			size_t *out_len)
 {
-	uint64_t threads_len, total;
-	uint8_t *buf, *p;
-	uint32_t i;
+	struct memory_sink m = { 0 };
+	uint64_t total;
 	int err;
 
-	err = encode_check(img);
+	err = sigmig_image_encoded_size(img, &total);
 	if (err)
 		return err;
-	threads_len = (uint64_t)img->nthreads * THREAD_REC;
-	for (i = 0; i < img->nthreads; i++)
-		threads_len += (uint64_t)img->threads[i].pending.count *
-			       SI_MAX_SIZE;
-	total = HDR_SIZE + (uint64_t)SIGMIG_NSIG * DISP_REC + threads_len +
-		(uint64_t)img->ntimers * TIMER_REC +
-		(uint64_t)img->shared.count * SI_MAX_SIZE + TRAILER;
-	if (total > SIZE_MAX)
-		return -E2BIG;
-	buf = calloc(1, total);
-	if (!buf)
+	m.buf = malloc(total);
+	if (!m.buf)
 		return -ENOMEM;
-	encode_header(buf, img, threads_len, total);
-	p = buf + HDR_SIZE;
-	for (i = 0; i < SIGMIG_NSIG; i++, p += DISP_REC) {
-		const struct sigmig_disposition *d = &img->dispositions[i];
-
-		put32(p, d->kind);
-		put32(p + 4, d->sa_flags);
-		put64(p + 8, d->sa_mask);
-		strncpy((char *)p + 16, d->handler, SIGMIG_HANDLER_NAME_MAX);
+	err = sigmig_image_encode_to(img, to_memory, &m);
+	if (err) {
+		free(m.buf);
+		return err;
 	}
-	for (i = 0; i < img->nthreads; i++, p += THREAD_REC) {
-		const struct sigmig_thread *t = &img->threads[i];
-
-		put32(p, t->index);
-		put32(p + 4, (uint32_t)t->tid);
-		put64(p + 8, t->blocked);
-		put32(p + 16, t->pending.count);
-	}
-	for (i = 0; i < img->nthreads; i++)
-		p = put_queue(p, &img->threads[i].pending);
-	for (i = 0; i < img->ntimers; i++)
-		p = encode_timer(p, &img->timers[i]);
-	p = put_queue(p, &img->shared);
-	put32(p, sigmig_crc32c(buf, total - TRAILER));
-	*out = buf;
+	*out = m.buf;
 	*out_len = total;
 	return 0;
 }

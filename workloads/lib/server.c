@@ -235,22 +235,33 @@ static void do_thaw(int fd, enum rt_state state, const char *arg)
 	reply_line(fd, "{\"ok\":true}");
 }
 
+static int to_client(void *arg, const uint8_t *p, size_t len)
+{
+	return write_all(*(int *)arg, p, len);
+}
+
+/*
+ * The line goes out as soon as the queues are taken, and the image after
+ * it as it is encoded: the reader can pass it on (the agent, to the
+ * target) while the rest is still being made. The queues are kept for
+ * the delta only when the whole image went out.
+ */
 static void dump_reply(int fd, int keep)
 {
-	uint64_t start = sigmig_now_ns(), nsignals = 0;
-	uint8_t *img = NULL;
-	size_t len = 0;
+	uint64_t start = sigmig_now_ns();
+	struct sigmig_dump d;
 	char err[300];
+	int ret;
 
-	if (sigmig_dump(&img, &len, &nsignals, keep, err, sizeof(err))) {
+	if (sigmig_dump_take(&d, err, sizeof(err))) {
 		reply_error(fd, "dump_failed", err);
 		return;
 	}
-	reply_line(fd, "{\"ok\":true,\"image_size\":%zu,\"signals\":%llu,\"dump_ns\":%llu}",
-		   len, (unsigned long long)nsignals,
+	reply_line(fd, "{\"ok\":true,\"image_size\":%llu,\"signals\":%llu,\"dump_ns\":%llu}",
+		   (unsigned long long)d.size, (unsigned long long)d.nsignals,
 		   (unsigned long long)(sigmig_now_ns() - start));
-	write_all(fd, img, len);
-	free(img);
+	ret = sigmig_image_encode_to(&d.img, to_client, &fd);
+	sigmig_dump_release(&d, keep && !ret);
 }
 
 static void do_dump(int fd, enum rt_state state, const char *arg)

@@ -89,6 +89,19 @@ int sigmig_image_encode(const struct sigmig_image *img, uint8_t **out,
 			size_t *out_len);
 
 /*
+ * The same bytes, handed to @sink in order as they are encoded, for a
+ * writer that sends an image while it is made: no copy of the queues is
+ * made. A sink returns 0, or a negative errno that stops the encoder and
+ * is returned. @img is checked as sigmig_image_encode() checks it before
+ * the first byte goes to @sink.
+ */
+typedef int (*sigmig_image_sink)(void *arg, const uint8_t *p, size_t len);
+int sigmig_image_encode_to(const struct sigmig_image *img,
+			   sigmig_image_sink sink, void *arg);
+/* The length the encoding of @img will have: 0 or a negative errno. */
+int sigmig_image_encoded_size(const struct sigmig_image *img, uint64_t *total);
+
+/*
  * Every check of sigmig_image_decode(), with the same result and reason,
  * for a reader that needs to know only that the image is good: nothing is
  * allocated or copied.

@@ -103,24 +103,117 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One request against @s; the client's return value, reply in @reply. */
-static int run(struct script *s, const char *verb, int timeout_ms,
-	       struct sigmig_ctl_reply *reply, double *took)
+static pthread_t serve(struct script *s)
 {
-	double start = now_s();
 	pthread_t th;
-	int ret;
 
 	if (!s->len && s->reply)
 		s->len = strlen(s->reply);
 	s->listen_fd = listen_here();
 	pthread_create(&th, NULL, serve_one, s);
+	return th;
+}
+
+static void served(struct script *s, pthread_t th)
+{
+	pthread_join(th, NULL);
+	close(s->listen_fd);
+}
+
+/* One request against @s; the client's return value, reply in @reply. */
+static int run(struct script *s, const char *verb, int timeout_ms,
+	       struct sigmig_ctl_reply *reply, double *took)
+{
+	double start = now_s();
+	pthread_t th = serve(s);
+	int ret;
+
 	ret = sigmig_ctl_request(path, verb, timeout_ms, reply);
 	if (took)
 		*took = now_s() - start;
-	pthread_join(th, NULL);
-	close(s->listen_fd);
+	served(s, th);
 	return ret;
+}
+
+/*
+ * The image read through the stream, @step bytes at a time, into @out
+ * (@cap bytes); how many came, or the first error.
+ */
+static ssize_t read_stream(struct sigmig_ctl_stream *st, uint8_t *out,
+			   size_t cap, size_t step)
+{
+	size_t have = 0;
+	ssize_t n;
+
+	while (have < cap) {
+		n = sigmig_ctl_read(st, out + have, step < cap - have ? step : cap - have);
+		if (n < 0)
+			return n;
+		if (!n)
+			break;
+		have += (size_t)n;
+	}
+	return (ssize_t)have;
+}
+
+static void test_streamed_image(void)
+{
+	struct script s = { .reply = "{\"ok\":true,\"image_size\":6}\nABCDEF", .dribble = 1 };
+	struct sigmig_ctl_stream st;
+	struct sigmig_ctl_reply r;
+	uint8_t got[16];
+	pthread_t th;
+	ssize_t n;
+	int ret;
+
+	th = serve(&s);
+	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
+	n = ret ? -1 : read_stream(&st, got, sizeof(got), 4);
+	ok(ret == 0 && !r.image && st.size == 6 && n == 6 && !memcmp(got, "ABCDEF", 6),
+	   "a streamed image, dribbled, is read whole and no further (%d, %zd)", ret, n);
+	ok(sigmig_ctl_read(&st, got, sizeof(got)) == 0, "then the stream says it has ended");
+	sigmig_ctl_close(&st);
+	sigmig_ctl_reply_free(&r);
+	served(&s, th);
+
+	s = (struct script){ .reply = "{\"ok\":true,\"image_size\":5}\nABCDE" };
+	th = serve(&s);
+	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
+	n = ret ? -1 : read_stream(&st, got, sizeof(got), 1);
+	ok(ret == 0 && n == 5 && !memcmp(got, "ABCDE", 5),
+	   "bytes that came with the line come first, one at a time (%zd)", n);
+	sigmig_ctl_close(&st);
+	sigmig_ctl_reply_free(&r);
+	served(&s, th);
+
+	s = (struct script){ .reply = "{\"ok\":true,\"image_size\":9}\nABC" };
+	th = serve(&s);
+	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
+	n = ret ? -1 : read_stream(&st, got, sizeof(got), 2);
+	ok(ret == 0 && n == -EPROTO && st.done == 3,
+	   "a runtime that closes inside the image: -EPROTO after its 3 bytes (%zd)", n);
+	sigmig_ctl_close(&st);
+	sigmig_ctl_reply_free(&r);
+	served(&s, th);
+
+	s = (struct script){ .reply = "{\"ok\":false,\"error\":\"dump_failed\"}\n" };
+	th = serve(&s);
+	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
+	ok(ret == 0 && !st.head && !sigmig_ctl_reply_ok(&r) &&
+	   sigmig_ctl_read(&st, got, sizeof(got)) == 0,
+	   "a refusal without an image: the line, and an empty stream (%d)", ret);
+	sigmig_ctl_close(&st);
+	sigmig_ctl_reply_free(&r);
+	served(&s, th);
+
+	s = (struct script){ .reply = "{\"ok\":true,\"image_size\":10}\nabc", .stall_ms = 3000 };
+	th = serve(&s);
+	ret = sigmig_ctl_open(path, "DUMP", 300, &r, &st);
+	n = ret ? -1 : read_stream(&st, got, sizeof(got), 16);
+	ok(ret == 0 && n == -ETIMEDOUT, "a stall inside a streamed image: -ETIMEDOUT (%zd)", n);
+	sigmig_ctl_close(&st);
+	sigmig_ctl_reply_free(&r);
+	served(&s, th);
 }
 
 static void test_good_replies(void)
@@ -223,6 +316,7 @@ int main(void)
 	test_good_replies();
 	test_broken_replies();
 	test_timeouts();
+	test_streamed_image();
 	test_requests();
 	unlink(path);
 	return tap_done();

@@ -177,6 +177,73 @@ static void test_round_trip(uint32_t nthreads, uint32_t per, uint32_t nshared)
 	free(buf2);
 }
 
+/* Collects what the streaming encoder gives; fails once @fail_at is passed. */
+struct collector {
+	uint8_t *buf;
+	size_t len, cap, calls;
+	size_t fail_at;		/* 0: never */
+};
+
+static int collect(void *arg, const uint8_t *p, size_t len)
+{
+	struct collector *c = arg;
+
+	c->calls++;
+	if (c->fail_at && c->len + len > c->fail_at)
+		return -EPIPE;
+	if (c->len + len > c->cap)
+		return -ENOSPC;
+	memcpy(c->buf + c->len, p, len);
+	c->len += len;
+	return 0;
+}
+
+/*
+ * Sent as it is encoded, an image is the same bytes: with queues and
+ * timers larger than the encoder's chunk, so that every flush is taken.
+ */
+static void test_streamed_encode(void)
+{
+	struct sigmig_image in;
+	struct collector c = { 0 };
+	uint8_t *buf = NULL;
+	uint64_t size = 0;
+	size_t len = 0, calls;
+	uint32_t i;
+	int ret;
+
+	make_image(&in, 3, 3000, 2500);
+	free(in.timers);
+	in.ntimers = 2000;
+	in.timers = calloc(in.ntimers, sizeof(*in.timers));
+	for (i = 0; i < in.ntimers; i++)
+		in.timers[i] = (struct sigmig_timer){ .id = (int32_t)i, .signo = 40,
+			.value = i * 3ull, .overrun = (int32_t)i };
+	ret = sigmig_image_encode(&in, &buf, &len);
+	ok(!ret && !sigmig_image_encoded_size(&in, &size) && size == len,
+	   "the size announced before encoding is the image's (%llu, %zu)",
+	   (unsigned long long)size, len);
+	c.cap = len;
+	c.buf = malloc(len);
+	ret = sigmig_image_encode_to(&in, collect, &c);
+	ok(!ret && c.len == len && !memcmp(c.buf, buf, len) && c.calls > 4,
+	   "streamed in %zu pieces, the image is byte for byte the encoded one", c.calls);
+	calls = c.calls;
+	c = (struct collector){ .buf = c.buf, .cap = len, .fail_at = len / 2 };
+	ret = sigmig_image_encode_to(&in, collect, &c);
+	ok(ret == -EPIPE && c.len <= len / 2 && c.calls < calls,
+	   "a sink's error stops the encoder and is returned (%d after %zu bytes)",
+	   ret, c.len);
+	memset(in.program, 'x', sizeof(in.program));
+	c = (struct collector){ .buf = c.buf, .cap = len };
+	ret = sigmig_image_encode_to(&in, collect, &c);
+	ok(ret == -EINVAL && c.calls == 0,
+	   "a bad image is refused before any byte goes to the sink (%d)", ret);
+	free(c.buf);
+	free(buf);
+	sigmig_image_free(&in);
+}
+
 static void test_truncation_and_corruption(void)
 {
 	struct sigmig_image in;
@@ -430,6 +497,7 @@ int main(int argc, char **argv)
 	test_round_trip(0, 0, 0);
 	test_round_trip(1, 1, 1);
 	test_round_trip(4, 250, 1000);
+	test_streamed_encode();
 	test_truncation_and_corruption();
 	test_bad_fields();
 	test_head();

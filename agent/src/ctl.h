@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+#include <sigmig/ctl.h>
 
 struct ctl_reply {
 	json_t *json;		/* the reply line, an object */
@@ -24,6 +25,13 @@ struct ctl_reply {
  */
 int ctl_request(const char *sock_path, const char *verb, int timeout_ms,
 		struct ctl_reply *reply);
+/*
+ * The same, with the image (if the line announces one) left in @stream
+ * for sigmig_ctl_read(); the stream is closed when this fails, else by
+ * the caller (sigmig_ctl_close()).
+ */
+int ctl_open(const char *sock_path, const char *verb, int timeout_ms,
+	     struct ctl_reply *reply, struct sigmig_ctl_stream *stream);
 void ctl_reply_free(struct ctl_reply *reply);
 
 /* {"ok":true}? Otherwise the runtime's "error" and "message" (or ""). */

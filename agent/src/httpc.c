@@ -45,6 +45,14 @@ void httpc_cleanup(void)
 	curl_global_cleanup();
 }
 
+/* A request's body: @len bytes at @data, or from @reader as it goes out. */
+struct httpc_body {
+	const uint8_t *data;
+	size_t len;
+	httpc_reader reader;
+	void *arg;
+};
+
 /* One request's state, shared by libcurl's callbacks. */
 struct transfer {
 	CURL *curl;
@@ -52,6 +60,9 @@ struct transfer {
 	struct http_head head;
 	size_t cap;			/* of res->body */
 	size_t upload_len;
+	httpc_reader reader;		/* the body, read as it goes out */
+	void *reader_arg;
+	size_t read_len;		/* of it so far */
 	unsigned int stall_ms;
 	double t0;
 	double started;			/* the request began to go out */
@@ -93,6 +104,27 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
 	err = buf_append(&res->body, &res->body_len, &x->cap, ptr, size * n,
 			 HTTPC_RESPONSE_MAX);
 	return err ? stop(x, "receive", -err) : size * n;
+}
+
+/*
+ * A body read as it goes out: a source that fails or ends early stops
+ * the request (phase "source"), and the peer sees a body cut short.
+ */
+static size_t on_read(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct transfer *x = arg;
+	ssize_t got = x->reader(x->reader_arg, (uint8_t *)ptr, size * n);
+
+	if (got < 0) {
+		stop(x, "source", (int)-got);
+		return CURL_READFUNC_ABORT;
+	}
+	if (!got && x->read_len < x->upload_len) {
+		stop(x, "source", EPROTO);
+		return CURL_READFUNC_ABORT;
+	}
+	x->read_len += (size_t)got;
+	return (size_t)got;
 }
 
 /*
@@ -342,6 +374,11 @@ static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 	SET(CURLOPT_HTTPHEADER, headers);
 	if (!strcmp(method, "GET")) {
 		SET(CURLOPT_HTTPGET, 1L);
+	} else if (x->reader) {
+		SET(CURLOPT_POST, 1L);
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		SET(CURLOPT_READFUNCTION, on_read);
+		SET(CURLOPT_READDATA, x);
 	} else {
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 		SET(CURLOPT_POSTFIELDS, body ? (const char *)body : "");
@@ -386,10 +423,12 @@ static int set_options(struct transfer *x, struct httpc_conn *conn, bool keep,
 static int request_on(struct httpc_conn *c, bool keep, const char *method,
 		      const struct target_url *target, const char *path_query,
 		      const char *token, const char *content_type,
-		      const uint8_t *body, size_t len, unsigned int timeout_ms,
+		      const struct httpc_body *body, unsigned int timeout_ms,
 		      unsigned int stall_ms, struct http_result *res)
 {
-	struct transfer x = { .res = res, .upload_len = len, .stall_ms = stall_ms };
+	struct transfer x = { .res = res, .upload_len = body->len,
+			      .reader = body->reader, .reader_arg = body->arg,
+			      .stall_ms = stall_ms };
 	struct curl_slist *headers;
 	char url[TARGET_HOST_MAX + 8192];
 	CURLcode rc = CURLE_OUT_OF_MEMORY;
@@ -409,7 +448,8 @@ static int request_on(struct httpc_conn *c, bool keep, const char *method,
 	x.curl = c->curl;
 	c->current = &x;
 	if (headers && x.curl &&
-	    !set_options(&x, c, keep, method, url, headers, body, len, timeout_ms))
+	    !set_options(&x, c, keep, method, url, headers, body->data,
+			 body->len, timeout_ms))
 		rc = curl_easy_perform(x.curl);
 	if (rc == CURLE_OK && (!x.head.complete ||
 	    (x.head.content_length >= 0 &&
@@ -455,9 +495,10 @@ int httpc_request(const char *method, const struct target_url *target,
 		  struct http_result *res)
 {
 	struct httpc_conn once = { 0 };
+	struct httpc_body b = { .data = body, .len = len };
 
 	return request_on(&once, false, method, target, path_query, token,
-			  content_type, body, len, timeout_ms, stall_ms, res);
+			  content_type, &b, timeout_ms, stall_ms, res);
 }
 
 int httpc_conn_post(struct httpc_conn *c, const struct target_url *target,
@@ -477,8 +518,22 @@ int httpc_conn_request(struct httpc_conn *c, const char *method,
 		       const uint8_t *body, size_t len, unsigned int timeout_ms,
 		       unsigned int stall_ms, struct http_result *res)
 {
+	struct httpc_body b = { .data = body, .len = len };
+
 	return request_on(c, true, method, target, path_query, token,
-			  content_type, body, len, timeout_ms, stall_ms, res);
+			  content_type, &b, timeout_ms, stall_ms, res);
+}
+
+int httpc_conn_post_from(struct httpc_conn *c, const struct target_url *target,
+			 const char *path_query, const char *token,
+			 const char *content_type, size_t len,
+			 httpc_reader reader, void *arg, unsigned int timeout_ms,
+			 unsigned int stall_ms, struct http_result *res)
+{
+	struct httpc_body b = { .len = len, .reader = reader, .arg = arg };
+
+	return request_on(c, true, "POST", target, path_query, token,
+			  content_type, &b, timeout_ms, stall_ms, res);
 }
 
 void httpc_conn_move(struct httpc_conn *to, struct httpc_conn *from)

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "http_reply.h"
 #include "validate.h"
@@ -62,6 +63,20 @@ int httpc_conn_request(struct httpc_conn *c, const char *method,
 		       const char *token, const char *content_type,
 		       const uint8_t *body, size_t len, unsigned int timeout_ms,
 		       unsigned int stall_ms, struct http_result *res);
+/*
+ * A POST whose @len-byte body is read from @reader as it goes out, for a
+ * body still being made (an image encoded as it is sent): @reader fills
+ * up to @cap bytes at @buf and returns how many, or -errno. A reader that
+ * fails, or ends before @len, fails the request with failed_phase
+ * "source" and that errno (EPROTO for an early end); the peer then sees
+ * the body cut short.
+ */
+typedef ssize_t (*httpc_reader)(void *arg, uint8_t *buf, size_t cap);
+int httpc_conn_post_from(struct httpc_conn *c, const struct target_url *target,
+			 const char *path_query, const char *token,
+			 const char *content_type, size_t len,
+			 httpc_reader reader, void *arg, unsigned int timeout_ms,
+			 unsigned int stall_ms, struct http_result *res);
 /* @from's open connection becomes @to's (whose own is closed); @from is empty. */
 void httpc_conn_move(struct httpc_conn *to, struct httpc_conn *from);
 void httpc_conn_close(struct httpc_conn *c);

@@ -169,7 +169,14 @@ static bool already_frozen(struct workload *w)
 	return frozen;
 }
 
-static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
+/*
+ * The dump phase ends when the runtime has taken the queues and says how
+ * long the image is: the image itself is read from @image as the runtime
+ * encodes it, while it goes to the target. The stream's deadline covers
+ * the transfer too, which is bounded by the migration's timeout.
+ */
+static int freeze_and_dump(struct workload *w, const struct migrate_request *req,
+			   struct ctl_reply *dump, struct sigmig_ctl_stream *image,
 			   struct timings *t, struct api_error *err)
 {
 	json_t *result = NULL;
@@ -180,8 +187,17 @@ static int freeze_and_dump(struct workload *w, struct ctl_reply *dump,
 	}
 	json_decref(result);
 	t->freeze = migrate_phase_end(t);
-	if (workload_ctl(w, "DUMP", CTL_TIMEOUT_MS * 6, dump, err))
+	if (workload_ctl_stream(w, "DUMP", CTL_TIMEOUT_MS * 6 + (int)req->timeout_ms,
+				dump, image, err))
 		return abort_migration(w, err);
+	if (!image->head) {
+		sigmig_ctl_close(image);
+		ctl_reply_free(dump);
+		api_error_set(err, 502, "runtime_error", "%s: DUMP: no image in "
+			      "the reply", workload_id(w));
+		return abort_migration(w, err);
+	}
+	dump->payload_len = image->size;
 	t->dump = migrate_phase_end(t);
 	return 0;
 }
@@ -210,16 +226,10 @@ void migrate_connect(const struct migrate_request *req, struct httpc_conn *conn)
 	http_result_free(&res);
 }
 
-int migrate_post(const struct migrate_request *req, struct httpc_conn *conn,
-		 const char *path, const uint8_t *body, size_t len,
-		 struct http_result *res, struct timings *t, struct api_error *err)
+/* The transfer's and the restore's times, and the target's verdict. */
+static int migrate_answer(const struct http_result *res, struct timings *t,
+			  struct api_error *err)
 {
-	if (httpc_conn_post(conn, &req->target, path, req->token,
-			    "application/octet-stream", body, len,
-			    req->timeout_ms, MIGRATE_STALL_MS, res)) {
-		transfer_failure(req, res, err);
-		return -1;
-	}
 	t->transfer = res->connect_s + res->send_s;
 	t->restore = migrate_phase_end(t) - t->transfer;
 	if (t->restore < 0) {	/* clocks of one host: cannot be, but never negative */
@@ -233,21 +243,70 @@ int migrate_post(const struct migrate_request *req, struct httpc_conn *conn,
 	return 0;
 }
 
+int migrate_post(const struct migrate_request *req, struct httpc_conn *conn,
+		 const char *path, const uint8_t *body, size_t len,
+		 struct http_result *res, struct timings *t, struct api_error *err)
+{
+	if (httpc_conn_post(conn, &req->target, path, req->token,
+			    "application/octet-stream", body, len,
+			    req->timeout_ms, MIGRATE_STALL_MS, res)) {
+		transfer_failure(req, res, err);
+		return -1;
+	}
+	return migrate_answer(res, t, err);
+}
+
+static ssize_t read_image(void *arg, uint8_t *buf, size_t cap)
+{
+	return sigmig_ctl_read(arg, buf, cap);
+}
+
+/* The runtime, not the target, failed while the image went out. */
+static void source_failure(struct workload *w, const struct http_result *res,
+			   struct api_error *err)
+{
+	if (res->error == ETIMEDOUT)
+		api_error_set(err, 504, "runtime_timeout", "%s: the DUMP's image "
+			      "stopped coming from its control socket", workload_id(w));
+	else
+		api_error_set(err, 502, "runtime_unreachable", "%s: the DUMP's "
+			      "image on its control socket: %s", workload_id(w),
+			      res->error == EPROTO ? "cut short" : strerror(res->error));
+	snprintf(err->cause, sizeof(err->cause), "dump");
+}
+
+/*
+ * The image goes from the runtime's socket to the target as the runtime
+ * encodes it; the target checks it whole (CRC, every record) before it
+ * requeues anything, so a cut anywhere loses nothing: the original is
+ * thawed here.
+ */
 static int send_image(struct workload *w, const struct migrate_request *req,
-		      struct httpc_conn *conn, const struct ctl_reply *dump,
+		      struct httpc_conn *conn, struct sigmig_ctl_stream *image,
 		      struct http_result *res, struct timings *t,
 		      struct api_error *err)
 {
 	char path[8192];
+	int ret;
 
 	if (restore_path_for(w, path, sizeof(path))) {
+		memset(res, 0, sizeof(*res));
+		sigmig_ctl_close(image);
 		api_error_set(err, 500, "internal", "workload arguments too long");
 		return abort_migration(w, err);
 	}
-	if (migrate_post(req, conn, path, dump->payload, dump->payload_len, res,
-			 t, err))
+	ret = httpc_conn_post_from(conn, &req->target, path, req->token,
+				   "application/octet-stream", image->size,
+				   read_image, image, req->timeout_ms,
+				   MIGRATE_STALL_MS, res);
+	sigmig_ctl_close(image);
+	if (ret && !strcmp(res->failed_phase, "source"))
+		source_failure(w, res, err);
+	if (ret && strcmp(res->failed_phase, "source"))
+		transfer_failure(req, res, err);
+	if (ret)
 		return abort_migration(w, err);
-	return 0;
+	return migrate_answer(res, t, err) ? abort_migration(w, err) : 0;
 }
 
 static json_t *success_json(struct workload *w, const struct migrate_request *req,
@@ -313,6 +372,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	struct timings t = { .start = clock_mono_s() };
 	struct forwarder *fwd = NULL;
 	struct httpc_conn conn = { 0 };
+	struct sigmig_ctl_stream image;
 	struct ctl_reply dump;
 	struct http_result res;
 	json_t *commit = NULL, *remote, *running = NULL;
@@ -329,7 +389,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 	t.start = clock_mono_s();
 	t.mark = t.start;
 	log_info("migrate %s to %s: freezing", workload_id(w), req->target_text);
-	if (freeze_and_dump(w, &dump, &t, err)) {
+	if (freeze_and_dump(w, req, &dump, &image, &t, err)) {
 		httpc_conn_close(&conn);
 		return -1;
 	}
@@ -337,7 +397,7 @@ int migrate_workload(struct workload *w, const struct migrate_request *req,
 		json_object_get(dump.json, "signals")));
 	log_info("migrate %s: %zu-byte image, streaming", workload_id(w),
 		 dump.payload_len);
-	if (send_image(w, req, &conn, &dump, &res, &t, err)) {
+	if (send_image(w, req, &conn, &image, &res, &t, err)) {
 		httpc_conn_close(&conn);
 		http_result_free(&res);
 		ctl_reply_free(&dump);

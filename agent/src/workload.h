@@ -94,6 +94,13 @@ int workload_stop(struct workload *w, json_t **final, struct api_error *err);
 /* Control verbs; @reply is filled on success (ctl_reply_free). */
 int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 		 struct ctl_reply *reply, struct api_error *err);
+/*
+ * The same with the reply's image left in @stream (ctl_open()), for the
+ * caller to read as the runtime writes it; closed here on failure.
+ */
+int workload_ctl_stream(struct workload *w, const char *verb, int timeout_ms,
+			struct ctl_reply *reply, struct sigmig_ctl_stream *stream,
+			struct api_error *err);
 
 int workload_freeze(struct workload *w, json_t **result, struct api_error *err);
 int workload_thaw(struct workload *w, json_t **result, struct api_error *err);

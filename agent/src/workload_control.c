@@ -37,8 +37,10 @@ static int require_alive(struct workload *w, struct api_error *err)
 	return 0;
 }
 
-int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
-		 struct ctl_reply *reply, struct api_error *err)
+/* With @stream, the image is left on the socket for the caller to read. */
+static int ctl_call(struct workload *w, const char *verb, int timeout_ms,
+		    struct ctl_reply *reply, struct sigmig_ctl_stream *stream,
+		    struct api_error *err)
 {
 	/* Clients see the verb's name only: its arguments are state paths. */
 	int name = (int)strcspn(verb, " ");
@@ -49,7 +51,8 @@ int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 				     "%s was started with \"control\": false", w->id);
 	if (require_alive(w, err))
 		return -1;
-	ret = ctl_request(w->sock, verb, timeout_ms, reply);
+	ret = stream ? ctl_open(w->sock, verb, timeout_ms, reply, stream) :
+		       ctl_request(w->sock, verb, timeout_ms, reply);
 	if (ret)
 		log_warn("%s: %s on %s: %s", w->id, verb, w->sock, strerror(-ret));
 	if (ret == -ETIMEDOUT)
@@ -68,7 +71,22 @@ int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
 		      "%s: %.*s: %s", w->id, name, verb, ctl_reply_message(reply));
 	snprintf(err->cause, sizeof(err->cause), "%s", ctl_reply_error(reply));
 	ctl_reply_free(reply);
+	if (stream)
+		sigmig_ctl_close(stream);
 	return -1;
+}
+
+int workload_ctl(struct workload *w, const char *verb, int timeout_ms,
+		 struct ctl_reply *reply, struct api_error *err)
+{
+	return ctl_call(w, verb, timeout_ms, reply, NULL, err);
+}
+
+int workload_ctl_stream(struct workload *w, const char *verb, int timeout_ms,
+			struct ctl_reply *reply, struct sigmig_ctl_stream *stream,
+			struct api_error *err)
+{
+	return ctl_call(w, verb, timeout_ms, reply, stream, err);
 }
 
 const char *wl_reply_state(const struct ctl_reply *reply)

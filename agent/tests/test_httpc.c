@@ -297,6 +297,75 @@ static int post_to(enum serve_mode mode, const char *reply, size_t len,
 	return ret;
 }
 
+/* A body made as it goes out: @len bytes, then an end, or @fail_with. */
+struct source {
+	size_t len, given, calls;
+	size_t stop_at;		/* stop here: with @fail_with, or by ending */
+	int fail_with;
+};
+
+static ssize_t give(void *arg, uint8_t *buf, size_t cap)
+{
+	struct source *src = arg;
+	size_t end = src->stop_at ? src->stop_at : src->len;
+	size_t n = end - src->given;
+
+	src->calls++;
+	if (!n && src->stop_at && src->fail_with)
+		return -src->fail_with;
+	if (n > cap)
+		n = cap;
+	if (n > 1000)
+		n = 1000;	/* a source slower than the socket */
+	memset(buf, 'i', n);
+	src->given += n;
+	return (ssize_t)n;
+}
+
+static int post_from(struct source *src, struct server *s, struct http_result *res)
+{
+	struct target_url t = { .host = "127.0.0.1" };
+	struct httpc_conn c = { 0 };
+	int ret;
+
+	serve(s, SERVE_REPLY, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+	t.port = s->port;
+	ret = httpc_conn_post_from(&c, &t, "/v1/restore", "sekrit",
+				   "application/octet-stream", src->len, give, src,
+				   5000, 1000, res);
+	httpc_conn_close(&c);
+	serve_end(s);
+	return ret;
+}
+
+static void test_streamed_body(void)
+{
+	struct source src = { .len = 300000 };
+	struct http_result res;
+	struct server s;
+	int ret;
+
+	ret = post_from(&src, &s, &res);
+	ok(ret == 0 && res.status == 201 && s.body_seen == src.len && src.calls >= 300,
+	   "a body read as it goes out arrives whole (%zu of %zu bytes, %zu reads)",
+	   s.body_seen, src.len, src.calls);
+	http_result_free(&res);
+	src = (struct source){ .len = 300000, .stop_at = 120000, .fail_with = EIO };
+	ret = post_from(&src, &s, &res);
+	ok(ret == -1 && !strcmp(res.failed_phase, "source") && res.error == EIO &&
+	   s.body_seen < src.len,
+	   "a source that fails stops the request: phase %s, %s; the peer saw %zu of %zu",
+	   res.failed_phase, strerror(res.error), s.body_seen, src.len);
+	http_result_free(&res);
+	src = (struct source){ .len = 300000, .stop_at = 120000 };
+	ret = post_from(&src, &s, &res);
+	ok(ret == -1 && !strcmp(res.failed_phase, "source") && res.error == EPROTO &&
+	   s.body_seen < src.len,
+	   "a source that ends early stops the request: phase %s, %s; the peer saw %zu",
+	   res.failed_phase, strerror(res.error), s.body_seen);
+	http_result_free(&res);
+}
+
 static void test_live_replies(void)
 {
 	struct http_result res;
@@ -586,6 +655,7 @@ int main(int argc, char **argv)
 	test_kept_connection();
 	test_not_sent_twice();
 	test_idle_not_reused();
+	test_streamed_body();
 	test_unreachable();
 	if (argc == 5 && !strcmp(argv[1], "--tls"))
 		test_tls(argv[2], argv[3], argv[4]);

@@ -256,9 +256,10 @@ int migrate_post(const struct migrate_request *req, struct httpc_conn *conn,
 	return migrate_answer(res, t, err);
 }
 
+/* A runtime that stops writing is given up on as a link that stops taking. */
 static ssize_t read_image(void *arg, uint8_t *buf, size_t cap)
 {
-	return sigmig_ctl_read(arg, buf, cap);
+	return sigmig_ctl_read(arg, buf, cap, MIGRATE_STALL_MS);
 }
 
 /* The runtime, not the target, failed while the image went out. */

@@ -335,9 +335,10 @@ int sigmig_ctl_open(const char *sock_path, const char *verb, int timeout_ms,
 	return ret;
 }
 
-ssize_t sigmig_ctl_read(struct sigmig_ctl_stream *s, uint8_t *buf, size_t len)
+ssize_t sigmig_ctl_read(struct sigmig_ctl_stream *s, uint8_t *buf, size_t len,
+			int stall_ms)
 {
-	uint64_t left = s->size - s->done;
+	uint64_t left = s->size - s->done, deadline = s->deadline, stall;
 	size_t n = len < left ? len : (size_t)left;
 	int err;
 
@@ -349,7 +350,8 @@ ssize_t sigmig_ctl_read(struct sigmig_ctl_stream *s, uint8_t *buf, size_t len)
 		memcpy(buf, s->head + s->head_off, n);
 		s->head_off += n;
 	} else {
-		err = recv_some(s->fd, buf, n, s->deadline, &n);
+		stall = stall_ms > 0 ? sigmig_deadline(stall_ms) : deadline;
+		err = recv_some(s->fd, buf, n, stall < deadline ? stall : deadline, &n);
 		if (err)
 			return err;
 	}
@@ -375,7 +377,7 @@ static int read_image(struct sigmig_ctl_stream *s, struct sigmig_ctl_reply *repl
 		return -ENOMEM;
 	reply->image_len = s->size;
 	while (s->done < s->size) {
-		got = sigmig_ctl_read(s, reply->image + s->done, s->size - s->done);
+		got = sigmig_ctl_read(s, reply->image + s->done, s->size - s->done, 0);
 		if (got < 0)
 			return (int)got;
 	}

@@ -41,7 +41,8 @@ void sigmig_ctl_reply_free(struct sigmig_ctl_reply *reply);
  * DUMP to the target as it is encoded). sigmig_ctl_open() reads the line
  * into @reply (reply->image stays NULL); when the line announces an image,
  * stream->size says how many bytes sigmig_ctl_read() then gives, within
- * the same @timeout_ms: up to @len at a time, 0 once all were given, or
+ * the same @timeout_ms and, when @stall_ms > 0, waiting at most that long
+ * for the next byte: up to @len at a time, 0 once all were given, or
  * -errno (-EPROTO the runtime closed early, -ETIMEDOUT). Both return
  * values of sigmig_ctl_open() are as sigmig_ctl_request()'s; close the
  * stream with sigmig_ctl_close() whatever was read.
@@ -56,7 +57,8 @@ struct sigmig_ctl_stream {
 
 int sigmig_ctl_open(const char *sock_path, const char *verb, int timeout_ms,
 		    struct sigmig_ctl_reply *reply, struct sigmig_ctl_stream *stream);
-ssize_t sigmig_ctl_read(struct sigmig_ctl_stream *stream, uint8_t *buf, size_t len);
+ssize_t sigmig_ctl_read(struct sigmig_ctl_stream *stream, uint8_t *buf, size_t len,
+			int stall_ms);
 void sigmig_ctl_close(struct sigmig_ctl_stream *stream);
 
 /* 1 when the reply's top-level "ok" member is true. */

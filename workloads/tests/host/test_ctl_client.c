@@ -140,13 +140,14 @@ static int run(struct script *s, const char *verb, int timeout_ms,
  * (@cap bytes); how many came, or the first error.
  */
 static ssize_t read_stream(struct sigmig_ctl_stream *st, uint8_t *out,
-			   size_t cap, size_t step)
+			   size_t cap, size_t step, int stall_ms)
 {
 	size_t have = 0;
 	ssize_t n;
 
 	while (have < cap) {
-		n = sigmig_ctl_read(st, out + have, step < cap - have ? step : cap - have);
+		n = sigmig_ctl_read(st, out + have, step < cap - have ? step : cap - have,
+				    stall_ms);
 		if (n < 0)
 			return n;
 		if (!n)
@@ -156,64 +157,71 @@ static ssize_t read_stream(struct sigmig_ctl_stream *st, uint8_t *out,
 	return (ssize_t)have;
 }
 
+/* What a streamed read of one scripted reply gave. */
+struct streamed {
+	int open;		/* sigmig_ctl_open()'s return */
+	ssize_t read;		/* read_stream()'s */
+	ssize_t after;		/* a read after that */
+	int ok, image;		/* the line's "ok"; an image was announced */
+	uint64_t size, done;
+	uint8_t got[16];
+};
+
+static void stream_from(struct script *s, int timeout_ms, int stall_ms, size_t step,
+			struct streamed *out)
+{
+	pthread_t th = serve(s);
+	struct sigmig_ctl_stream st;
+	struct sigmig_ctl_reply r;
+	uint8_t more[4];
+
+	memset(out, 0, sizeof(*out));
+	out->open = sigmig_ctl_open(path, "DUMP", timeout_ms, &r, &st);
+	if (!out->open) {
+		out->ok = sigmig_ctl_reply_ok(&r) && !r.image;
+		out->image = st.head != NULL;
+		out->size = st.size;
+		out->read = read_stream(&st, out->got, sizeof(out->got), step, stall_ms);
+		if (out->read >= 0)
+			out->after = sigmig_ctl_read(&st, more, sizeof(more), 0);
+		out->done = st.done;
+	}
+	sigmig_ctl_close(&st);
+	sigmig_ctl_reply_free(&r);
+	served(s, th);
+}
+
 static void test_streamed_image(void)
 {
 	struct script s = { .reply = "{\"ok\":true,\"image_size\":6}\nABCDEF", .dribble = 1 };
-	struct sigmig_ctl_stream st;
-	struct sigmig_ctl_reply r;
-	uint8_t got[16];
-	pthread_t th;
-	ssize_t n;
-	int ret;
+	struct streamed r;
+	double took;
 
-	th = serve(&s);
-	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
-	n = ret ? -1 : read_stream(&st, got, sizeof(got), 4);
-	ok(ret == 0 && !r.image && st.size == 6 && n == 6 && !memcmp(got, "ABCDEF", 6),
-	   "a streamed image, dribbled, is read whole and no further (%d, %zd)", ret, n);
-	ok(sigmig_ctl_read(&st, got, sizeof(got)) == 0, "then the stream says it has ended");
-	sigmig_ctl_close(&st);
-	sigmig_ctl_reply_free(&r);
-	served(&s, th);
-
+	stream_from(&s, 2000, 0, 4, &r);
+	ok(!r.open && r.ok && r.size == 6 && r.read == 6 && !memcmp(r.got, "ABCDEF", 6) &&
+	   !r.after, "a streamed image, dribbled, is read whole and then ends (%d, %zd)",
+	   r.open, r.read);
 	s = (struct script){ .reply = "{\"ok\":true,\"image_size\":5}\nABCDE" };
-	th = serve(&s);
-	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
-	n = ret ? -1 : read_stream(&st, got, sizeof(got), 1);
-	ok(ret == 0 && n == 5 && !memcmp(got, "ABCDE", 5),
-	   "bytes that came with the line come first, one at a time (%zd)", n);
-	sigmig_ctl_close(&st);
-	sigmig_ctl_reply_free(&r);
-	served(&s, th);
-
+	stream_from(&s, 2000, 0, 1, &r);
+	ok(!r.open && r.read == 5 && !memcmp(r.got, "ABCDE", 5),
+	   "bytes that came with the line come first, one at a time (%zd)", r.read);
 	s = (struct script){ .reply = "{\"ok\":true,\"image_size\":9}\nABC" };
-	th = serve(&s);
-	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
-	n = ret ? -1 : read_stream(&st, got, sizeof(got), 2);
-	ok(ret == 0 && n == -EPROTO && st.done == 3,
-	   "a runtime that closes inside the image: -EPROTO after its 3 bytes (%zd)", n);
-	sigmig_ctl_close(&st);
-	sigmig_ctl_reply_free(&r);
-	served(&s, th);
-
+	stream_from(&s, 2000, 0, 2, &r);
+	ok(!r.open && r.read == -EPROTO && r.done == 3,
+	   "a runtime that closes inside the image: -EPROTO after its 3 bytes (%zd)", r.read);
 	s = (struct script){ .reply = "{\"ok\":false,\"error\":\"dump_failed\"}\n" };
-	th = serve(&s);
-	ret = sigmig_ctl_open(path, "DUMP", 2000, &r, &st);
-	ok(ret == 0 && !st.head && !sigmig_ctl_reply_ok(&r) &&
-	   sigmig_ctl_read(&st, got, sizeof(got)) == 0,
-	   "a refusal without an image: the line, and an empty stream (%d)", ret);
-	sigmig_ctl_close(&st);
-	sigmig_ctl_reply_free(&r);
-	served(&s, th);
-
+	stream_from(&s, 2000, 0, 1, &r);
+	ok(!r.open && !r.ok && !r.image && !r.read && !r.after,
+	   "a refusal without an image: the line, and an empty stream (%d)", r.open);
 	s = (struct script){ .reply = "{\"ok\":true,\"image_size\":10}\nabc", .stall_ms = 3000 };
-	th = serve(&s);
-	ret = sigmig_ctl_open(path, "DUMP", 300, &r, &st);
-	n = ret ? -1 : read_stream(&st, got, sizeof(got), 16);
-	ok(ret == 0 && n == -ETIMEDOUT, "a stall inside a streamed image: -ETIMEDOUT (%zd)", n);
-	sigmig_ctl_close(&st);
-	sigmig_ctl_reply_free(&r);
-	served(&s, th);
+	stream_from(&s, 300, 0, 16, &r);
+	ok(!r.open && r.read == -ETIMEDOUT, "a stall inside a streamed image: -ETIMEDOUT (%zd)",
+	   r.read);
+	took = now_s();
+	stream_from(&s, 10000, 300, 16, &r);
+	took = now_s() - took;
+	ok(!r.open && r.read == -ETIMEDOUT && took < 2.0,
+	   "with a stall bound, -ETIMEDOUT after %.2f s of silence (the exchange had 10)", took);
 }
 
 static void test_good_replies(void)

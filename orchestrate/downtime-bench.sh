@@ -224,7 +224,8 @@ write_doc() {
 		echo
 		echo "The phases are the agent's, consecutive, and add up to the downtime (the *sum* column of"
 		echo "every run below; \`migrate.sh\` fails a run where they do not): *freeze* until every thread"
-		echo "is parked, *dump* the DUMP, *transfer* until the image's last byte is handed to A's TCP stack,"
+		echo "is parked, *dump* until the runtime has taken every queue (the DUMP's line), *transfer* until the"
+		echo "image's last byte is handed to A's TCP stack (the runtime encodes it as it goes out),"
 		echo "*restore* until B answers (bytes in flight, B's restore and its byte-for-byte verification),"
 		echo "*commit* the original's COMMIT, *resume* B's answer to the thaw, i.e. until the copy runs."
 		echo "Medians of the phases need not add up to the median downtime."

@@ -301,13 +301,13 @@ static int send_image(struct workload *w, const struct migrate_request *req,
 				   read_image, image, req->timeout_ms,
 				   MIGRATE_STALL_MS, res);
 	sigmig_ctl_close(image);
-	if (ret && !strcmp(res->failed_phase, "source"))
+	if (!ret)
+		return migrate_answer(res, t, err) ? abort_migration(w, err) : 0;
+	if (!strcmp(res->failed_phase, "source"))
 		source_failure(w, res, err);
-	if (ret && strcmp(res->failed_phase, "source"))
+	else
 		transfer_failure(req, res, err);
-	if (ret)
-		return abort_migration(w, err);
-	return migrate_answer(res, t, err) ? abort_migration(w, err) : 0;
+	return abort_migration(w, err);
 }
 
 static json_t *success_json(struct workload *w, const struct migrate_request *req,

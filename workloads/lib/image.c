@@ -324,16 +324,13 @@ static int encode_rest(struct encoder *e, const struct sigmig_image *img)
 	return e->sink(e->arg, e->chunk, TRAILER);
 }
 
-int sigmig_image_encode_to(const struct sigmig_image *img,
-			   sigmig_image_sink sink, void *arg)
+/* @img already checked and @total its encoded size. */
+static int encode_checked(const struct sigmig_image *img, uint64_t total,
+			  sigmig_image_sink sink, void *arg)
 {
 	struct encoder *e;
-	uint64_t total;
 	int err;
 
-	err = sigmig_image_encoded_size(img, &total);
-	if (err)
-		return err;
 	e = malloc(sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -346,6 +343,15 @@ int sigmig_image_encode_to(const struct sigmig_image *img,
 		err = encode_rest(e, img);
 	free(e);
 	return err;
+}
+
+int sigmig_image_encode_to(const struct sigmig_image *img,
+			   sigmig_image_sink sink, void *arg)
+{
+	uint64_t total;
+	int err = sigmig_image_encoded_size(img, &total);
+
+	return err ? err : encode_checked(img, total, sink, arg);
 }
 
 struct memory_sink {
@@ -375,7 +381,7 @@ int sigmig_image_encode(const struct sigmig_image *img, uint8_t **out,
 	m.buf = malloc(total);
 	if (!m.buf)
 		return -ENOMEM;
-	err = sigmig_image_encode_to(img, to_memory, &m);
+	err = encode_checked(img, total, to_memory, &m);
 	if (err) {
 		free(m.buf);
 		return err;
